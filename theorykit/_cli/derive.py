@@ -1,0 +1,43 @@
+"""theorykit derive --activation A --loss L --width M [--a 1,-1] [--b 0,0] [--json]"""
+import sympy as sp
+
+from ..symbolic.network import Network
+
+
+def add_network_arguments(p, loss_required=True):
+    p.add_argument("--activation", required=True, help="preset or expression in x")
+    p.add_argument("--loss", required=loss_required, default="square", help="preset (square, logistic, huber) or "
+                                                                             "expression in y, yhat")
+    p.add_argument("--width", type=int, default=1, help="number of hidden units m")
+    p.add_argument("--a", default=None, help="second-layer weights, comma-separated (default all 1)")
+    p.add_argument("--b", default=None, help="biases, comma-separated (default all 0)")
+
+
+def add_parser(sub):
+    p = sub.add_parser("derive", help="per-sample gradient F(r, y) and Hessian D(r, y) of the loss in r")
+    add_network_arguments(p)
+    return p
+
+
+def run(args) -> dict:
+    net = Network(args.activation, args.loss, args.width, a=args.a, b=args.b)
+    F, D = net.F_expr, net.D_expr
+    return {"activation": str(net.activation.expr), "loss": str(net.loss.expr), "width": net.m,
+            "a": [str(v) for v in net.a_sym], "b": [str(v) for v in net.b_sym],
+            "f": str(net.f_expr),
+            "F": [str(e) for e in F], "F_latex": [sp.latex(e) for e in F],
+            "D": [[str(D[i, j]) for j in range(net.m)] for i in range(net.m)],
+            "D_latex": [[sp.latex(D[i, j]) for j in range(net.m)] for i in range(net.m)],
+            "notes": [n for n in [net.activation.note] if n]}
+
+
+def text(r) -> str:
+    lines = [f"f(r) = {r['f']}", f"loss = {r['loss']}"]
+    for j, e in enumerate(r["F"]):
+        lines.append(f"F_{j + 1}(r, y) = {e}")
+    for i, row in enumerate(r["D"]):
+        for j, e in enumerate(row):
+            if j >= i:
+                lines.append(f"D_{i + 1}{j + 1}(r, y) = {e}")
+    lines += [f"note: {n}" for n in r["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Whitelist parser for user expressions.
+
+The text is parsed by Python's :mod:`ast` into a syntax tree (parsing executes nothing); the tree is then walked and
+only whitelisted node types are turned into SymPy objects by this module's own code.  Nothing a user types is ever
+passed to ``eval``/``exec`` or to ``sympify`` of a string.  Attribute access, subscripts, lambdas, comprehensions,
+keyword arguments, strings and unknown names are rejected with a one-line :class:`ParseError`.
+"""
+import ast
+import re
+
+import sympy as sp
+
+from ..errors import ParseError
+from . import functions as fn
+
+# name -> (callable building a SymPy expression, allowed numbers of arguments)
+_FUNCTIONS = {
+    "exp": (sp.exp, (1,)), "log": (sp.log, (1,)), "sqrt": (sp.sqrt, (1,)),
+    "erf": (sp.erf, (1,)), "erfc": (sp.erfc, (1,)), "erfinv": (sp.erfinv, (1,)),
+    "tanh": (sp.tanh, (1,)), "sinh": (sp.sinh, (1,)), "cosh": (sp.cosh, (1,)),
+    "sin": (sp.sin, (1,)), "cos": (sp.cos, (1,)), "atan": (sp.atan, (1,)), "arctan": (sp.atan, (1,)),
+    "Abs": (sp.Abs, (1,)), "abs": (sp.Abs, (1,)), "sign": (sp.sign, (1,)),
+    "Heaviside": (sp.Heaviside, (1,)), "step": (sp.Heaviside, (1,)),
+    "Max": (sp.Max, (2, 3, 4)), "max": (sp.Max, (2, 3, 4)), "Min": (sp.Min, (2, 3, 4)), "min": (sp.Min, (2, 3, 4)),
+    "sigmoid": (fn.sigmoid, (1,)), "softplus": (fn.softplus, (1,)),
+    "Phi": (fn.Phi, (1,)), "phi": (fn.phi, (1,)), "relu": (fn.relu, (1,)),
+}
+_CONSTANTS = {"pi": sp.pi, "E": sp.E}
+_MAX_LEN = 2000
+_MAX_POW = 64
+
+
+def _describe(node):
+    return type(node).__name__
+
+
+class _Builder:
+    def __init__(self, symbols: dict, text: str, what: str):
+        self.symbols = symbols
+        self.text = text
+        self.what = what
+
+    def fail(self, msg):
+        raise ParseError(f"{self.what} {self.text!r}: {msg}")
+
+    def build(self, node):
+        if isinstance(node, ast.Expression):
+            return self.build(node.body)
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                self.fail(f"only numbers are allowed as constants, not {type(v).__name__}")
+            return sp.Integer(v) if isinstance(v, int) else sp.Rational(repr(v))
+        if isinstance(node, ast.Name):
+            if node.id in self.symbols:
+                return self.symbols[node.id]
+            if node.id in _CONSTANTS:
+                return _CONSTANTS[node.id]
+            if node.id in _FUNCTIONS:
+                self.fail(f"'{node.id}' is a function and needs arguments, e.g. {node.id}(...)")
+            allowed = ", ".join(sorted(self.symbols)) or "none"
+            self.fail(f"unknown symbol '{node.id}' (allowed variables: {allowed}; constants: pi, E)")
+        if isinstance(node, ast.UnaryOp):
+            v = self.build(node.operand)
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.UAdd):
+                return v
+            self.fail(f"operator {_describe(node.op)} is not allowed")
+        if isinstance(node, ast.BinOp):
+            a, b = self.build(node.left), self.build(node.right)
+            op = node.op
+            if isinstance(op, ast.Add):
+                return a + b
+            if isinstance(op, ast.Sub):
+                return a - b
+            if isinstance(op, ast.Mult):
+                return a * b
+            if isinstance(op, ast.Div):
+                if b == 0:
+                    self.fail("division by zero")
+                return a / b
+            if isinstance(op, ast.Pow):
+                if b.is_number and abs(float(b)) > _MAX_POW:
+                    self.fail(f"exponent {b} is too large (|exponent| <= {_MAX_POW})")
+                return a ** b
+            self.fail(f"operator {_describe(op)} is not allowed (use + - * / ** ^)")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                self.fail("only plain function names may be called (no attributes, no expressions)")
+            name = node.func.id
+            if name not in _FUNCTIONS:
+                self.fail(f"function '{name}' is not allowed (allowed: {', '.join(sorted(_FUNCTIONS))})")
+            if node.keywords:
+                self.fail(f"keyword arguments are not allowed in {name}(...)")
+            f, nargs = _FUNCTIONS[name]
+            if len(node.args) not in nargs:
+                self.fail(f"{name} takes {' or '.join(map(str, nargs))} argument(s), got {len(node.args)}")
+            return f(*[self.build(a) for a in node.args])
+        self.fail(f"{_describe(node)} syntax is not allowed in an expression")
+
+
+def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.Expr:
+    """Parse ``text`` into a SymPy expression using only ``symbols`` (name -> Symbol) and whitelisted functions.
+
+    >>> import sympy as sp
+    >>> x = sp.Symbol('x', real=True)
+    >>> parse_expression("x*erf(x)", {"x": x})
+    x*erf(x)
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"{what} must be a string, got {type(text).__name__}")
+    stripped = text.strip()
+    if not stripped:
+        raise ParseError(f"{what} is empty")
+    if len(stripped) > _MAX_LEN:
+        raise ParseError(f"{what} is too long ({len(stripped)} characters, at most {_MAX_LEN})")
+    if "__" in stripped or re.search(r"[;\n\\`$@]", stripped):
+        raise ParseError(f"{what} {text!r}: forbidden characters (dunder names, ';', newlines, backslashes)")
+    stripped = stripped.replace("^", "**")  # '^' is power, as in mathematics (with power's precedence)
+    try:
+        tree = ast.parse(stripped, mode="eval")
+    except SyntaxError as e:
+        raise ParseError(f"{what} {text!r}: syntax error at column {e.offset}") from None
+    try:
+        expr = _Builder(symbols, text, what).build(tree)
+    except ParseError:
+        raise
+    except (RecursionError, MemoryError):
+        raise ParseError(f"{what} {text!r}: too deeply nested") from None
+    except Exception as e:  # SymPy refused to build the object (e.g. Max of complex values)
+        raise ParseError(f"{what} {text!r}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    if not isinstance(expr, sp.Basic):
+        raise ParseError(f"{what} {text!r}: not an expression")
+    return fn.stabilise(sp.sympify(expr))

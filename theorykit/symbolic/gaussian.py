@@ -1,0 +1,448 @@
+"""Gaussian expectations E[g(G_1, ..., G_p)], G_i i.i.d. N(0, 1), in tiers.
+
+Tier ``exact`` (closed form, this module's own engine, fast and deterministic)
+    Each term of the expanded integrand factorises over the variables, and each one-dimensional factor is, on
+    the pieces between the breakpoints of its non-smooth parts (Heaviside, sign, Abs, Max, Min, Piecewise),
+        c * x^n * exp(-beta x^2) * [erf(a x)]^{0,1,2}    (erf only on the whole line).
+    Formulas (Stein's lemma E[G f(G)] = E[f'(G)] and Gaussian rescaling s = (1 + 2 beta)^(-1/2)):
+        E[G^n exp(-beta G^2) F(G)] = s^(n+1) E[G^n F(sG)],
+        E[G^n 1{p<G<q}] = (n-1) E[G^(n-2) 1{p<G<q}] + p^(n-1) phi(p) - q^(n-1) phi(q),
+        E[G erf(aG)] = 2a / sqrt(pi (1 + 2a^2)),
+        E[erf(aG) erf(bG)] = (2/pi) asin(2ab / sqrt((1 + 2a^2)(1 + 2b^2)))   (Williams 1997).
+Tier ``exact`` (``sympy.integrate``, run in a child process under a time limit, one-dimensional only)
+Tier ``quadrature``
+    one variable: mpmath tanh-sinh quadrature split at the breakpoints, 30 digits, with mpmath's error estimate;
+    two or three variables: tensor Gauss-Hermite, error estimated from doubling the order.
+Tier ``monte-carlo``: more than three variables; the value with its standard error (seeded).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp_proc
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional, Sequence
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from ..errors import TheorykitError
+from . import functions as fn
+
+# integrands with these never close under sympy.integrate against a Gaussian: skip that (slow) tier
+_NO_SYMPY = (sp.tanh, sp.sinh, sp.cosh, fn.sigmoid, fn.softplus, sp.atan, sp.log)
+_NONSMOOTH = (sp.Heaviside, sp.sign, sp.Abs, sp.Max, sp.Min, sp.Piecewise)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A Gaussian expectation and how it was obtained.
+
+    exact: the closed form (SymPy) or None; value: its float value (None if the closed form has free parameters);
+    tier: "exact" | "quadrature" | "monte-carlo"; error: absolute error estimate (0.0 for exact, rounding aside;
+    the standard error for Monte Carlo); method: a short description of the method.
+    """
+
+    exact: Optional[sp.Expr]
+    value: Optional[float]
+    tier: str
+    error: float
+    method: str
+
+
+# ----------------------------------------------------------------------------------------------- exact engine
+def _dfact(m: int) -> int:
+    """(m)!! with (-1)!! = 0!! = 1."""
+    out = 1
+    while m > 1:
+        out *= m
+        m -= 2
+    return out
+
+
+def _gauss_exp_moment(m: int, c):
+    """E[G^m exp(-c G^2)]."""
+    if m % 2:
+        return sp.Integer(0)
+    return (1 + 2 * c) ** sp.Rational(-(m + 1), 2) * _dfact(m - 1)
+
+
+@lru_cache(maxsize=4096)
+def _erf1(n: int, a):
+    """E[G^n erf(aG)]."""
+    if n % 2 == 0:
+        return sp.Integer(0)
+    if n == 1:
+        return 2 * a / sp.sqrt(sp.pi * (1 + 2 * a ** 2))
+    return (n - 1) * _erf1(n - 2, a) + 2 * a / sp.sqrt(sp.pi) * _gauss_exp_moment(n - 1, a ** 2)
+
+
+def _exp_erf1(m: int, c, b):
+    """E[G^m exp(-c G^2) erf(bG)]."""
+    s = 1 / sp.sqrt(1 + 2 * c)
+    return s ** (m + 1) * _erf1(m, b * s)
+
+
+@lru_cache(maxsize=4096)
+def _erf2(n: int, a, b):
+    """E[G^n erf(aG) erf(bG)]."""
+    if n % 2:
+        return sp.Integer(0)
+    if n == 0:
+        return 2 / sp.pi * sp.asin(2 * a * b / sp.sqrt((1 + 2 * a ** 2) * (1 + 2 * b ** 2)))
+    return ((n - 1) * _erf2(n - 2, a, b) + 2 * a / sp.sqrt(sp.pi) * _exp_erf1(n - 1, a ** 2, b)
+            + 2 * b / sp.sqrt(sp.pi) * _exp_erf1(n - 1, b ** 2, a))
+
+
+def _phi(p):
+    return sp.Integer(0) if p in (sp.oo, -sp.oo) else sp.exp(-p ** 2 / 2) / sp.sqrt(2 * sp.pi)
+
+
+def _Phi(p):
+    if p == sp.oo:
+        return sp.Integer(1)
+    if p == -sp.oo:
+        return sp.Integer(0)
+    return (1 + sp.erf(p / sp.sqrt(2))) / 2
+
+
+def _trunc(n: int, p, q):
+    """E[G^n 1{p < G < q}]."""
+    if n == 0:
+        return _Phi(q) - _Phi(p)
+    if n == 1:
+        return _phi(p) - _phi(q)
+    bp = 0 if p == -sp.oo else p ** (n - 1) * _phi(p)
+    bq = 0 if q == sp.oo else q ** (n - 1) * _phi(q)
+    return (n - 1) * _trunc(n - 2, p, q) + bp - bq
+
+
+class _NotClosed(Exception):
+    pass
+
+
+def _smooth_piece(e: sp.Expr, v: sp.Symbol, lo, hi):
+    """E[e(G) 1{lo < G < hi}] for smooth e in the supported class, else raise _NotClosed."""
+    e = e.replace(sp.erfc, lambda u: 1 - sp.erf(u))
+    e = sp.expand(e, power_exp=True, mul=True, multinomial=True, power_base=False, log=False)
+    total = sp.Integer(0)
+    for term in sp.Add.make_args(e):
+        const, n, beta, erfs = sp.Integer(1), 0, sp.Integer(0), []
+        for f in sp.Mul.make_args(term):
+            if not f.has(v):
+                const *= f
+            elif f == v:
+                n += 1
+            elif f.is_Pow and f.base == v and f.exp.is_Integer and f.exp > 0:
+                n += int(f.exp)
+            elif isinstance(f, sp.exp) or (f.is_Pow and isinstance(f.base, sp.exp) and f.exp.is_Integer):
+                arg = f.args[0] if isinstance(f, sp.exp) else f.base.args[0] * f.exp
+                poly = sp.Poly(sp.expand(arg), v) if arg.is_polynomial(v) else None
+                if poly is None or poly.degree() > 2:
+                    raise _NotClosed
+                c = poly.all_coeffs()[::-1] + [0, 0, 0]
+                if c[1] != 0:
+                    raise _NotClosed
+                const *= sp.exp(c[0])
+                beta -= c[2]
+            elif isinstance(f, sp.erf) or (f.is_Pow and isinstance(f.base, sp.erf) and f.exp.is_Integer
+                                           and f.exp > 0):
+                base, k = (f, 1) if isinstance(f, sp.erf) else (f.base, int(f.exp))
+                a = sp.simplify(base.args[0] / v)
+                if a.has(v):
+                    raise _NotClosed
+                erfs += [a] * k
+            else:
+                raise _NotClosed
+        if len(erfs) > 2 or (erfs and (lo != -sp.oo or hi != sp.oo)):
+            raise _NotClosed
+        if beta.is_number and beta <= -sp.Rational(1, 2):
+            raise _NotClosed  # not integrable
+        s = 1 / sp.sqrt(1 + 2 * beta)
+        if not erfs:
+            val = _trunc(n, lo if lo == -sp.oo else lo / s, hi if hi == sp.oo else hi / s)
+        elif len(erfs) == 1:
+            val = _erf1(n, erfs[0] * s)
+        else:
+            val = _erf2(n, erfs[0] * s, erfs[1] * s)
+        total += const * s ** (n + 1) * val
+    return total
+
+
+def _switches(e: sp.Expr, v: sp.Symbol):
+    """Functions of v whose sign changes switch a non-smooth part of e."""
+    out = []
+    for atom in e.atoms(*_NONSMOOTH):
+        if not atom.has(v):
+            continue
+        if isinstance(atom, (sp.Heaviside, sp.sign, sp.Abs)):
+            out.append(atom.args[0])
+        elif isinstance(atom, (sp.Max, sp.Min)):
+            args = atom.args
+            out += [args[i] - args[j] for i in range(len(args)) for j in range(i + 1, len(args))]
+        else:  # Piecewise
+            for _, cond in atom.args:
+                if isinstance(cond, sp.core.relational.Relational):
+                    out.append(cond.lhs - cond.rhs)
+                elif cond not in (sp.true, sp.false):
+                    raise _NotClosed
+    return out
+
+
+def breakpoints(e: sp.Expr, v: sp.Symbol) -> list:
+    """Real points where a non-smooth part of e switches, sorted (SymPy numbers); raises _NotClosed if unknown."""
+    pts = set()
+    for g in _switches(e, v):
+        if g.has(sp.DiracDelta):
+            raise _NotClosed
+        try:
+            sols = sp.solve(g, v)
+        except Exception:
+            raise _NotClosed from None
+        for s in sols:
+            if s.free_symbols:
+                raise _NotClosed
+            sv = complex(sp.N(s))
+            if abs(sv.imag) < 1e-14:
+                pts.add(s)
+    return sorted(pts, key=lambda s: float(sp.N(s)))
+
+
+def _smooth_at(e: sp.Expr, v: sp.Symbol, t: float) -> sp.Expr:
+    """Replace every non-smooth part of e by its smooth branch at the point v = t."""
+
+    def sgn(g):
+        val = float(sp.N(g.subs(v, t)))
+        return 1 if val > 0 else (-1 if val < 0 else 0)
+
+    def repl(a):
+        if isinstance(a, sp.Heaviside):
+            return sp.Integer(1 if sgn(a.args[0]) > 0 else 0)
+        if isinstance(a, sp.sign):
+            return sp.Integer(sgn(a.args[0]))
+        if isinstance(a, sp.Abs):
+            return a.args[0] * sgn(a.args[0])
+        if isinstance(a, (sp.Max, sp.Min)):
+            vals = [float(sp.N(arg.subs(v, t))) for arg in a.args]
+            i = int(np.argmax(vals) if isinstance(a, sp.Max) else np.argmin(vals))
+            return a.args[i]
+        for expr_i, cond in a.args:  # Piecewise
+            if bool(cond.subs(v, t)):
+                return expr_i
+        raise _NotClosed
+
+    return e.replace(lambda a: isinstance(a, _NONSMOOTH) and a.has(v), repl)
+
+
+def _exact_1d(e: sp.Expr, v: sp.Symbol) -> sp.Expr:
+    if e.has(sp.DiracDelta):
+        raise _NotClosed
+    if not any(a.has(v) for a in e.atoms(*_NONSMOOTH)):
+        return _smooth_piece(e, v, -sp.oo, sp.oo)
+    pts = breakpoints(e, v)
+    edges = [-sp.oo] + pts + [sp.oo]
+    total = sp.Integer(0)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        flo = None if lo == -sp.oo else float(sp.N(lo))
+        fhi = None if hi == sp.oo else float(sp.N(hi))
+        if flo is None and fhi is None:
+            t = 0.0
+        elif flo is None:
+            t = fhi - 1.0
+        elif fhi is None:
+            t = flo + 1.0
+        else:
+            t = (flo + fhi) / 2
+        total += _smooth_piece(_smooth_at(e, v, t), v, lo, hi)
+    return total
+
+
+def _tidy(e: sp.Expr) -> sp.Expr:
+    e = sp.nsimplify(e) if e.is_Float else e
+    if sp.count_ops(e) < 150:
+        try:
+            return sp.simplify(e)
+        except Exception:
+            return e
+    return e
+
+
+def exact_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Optional[sp.Expr]:
+    """Closed form of E[expr] over independent N(0,1) variables by this module's engine, or None."""
+    expr = sp.sympify(expr)
+    variables = list(variables)
+    if not variables or not any(expr.has(v) for v in variables):
+        return expr
+    try:
+        e = sp.expand(expr, power_exp=True) if not expr.atoms(*_NONSMOOTH) else sp.expand(expr)
+        total = sp.Integer(0)
+        for term in sp.Add.make_args(e):
+            groups = {v: sp.Integer(1) for v in variables}
+            const = sp.Integer(1)
+            for f in sp.Mul.make_args(term):
+                owners = [v for v in variables if f.has(v)]
+                if not owners:
+                    const *= f
+                elif len(owners) == 1:
+                    groups[owners[0]] *= f
+                else:
+                    return None
+            val = const
+            for v, g in groups.items():
+                if g != 1:
+                    val *= _exact_1d(g, v)
+                    if val == 0:
+                        break
+            total += val
+        return _tidy(total)
+    except (_NotClosed, RecursionError):
+        return None
+    except (TypeError, ValueError, NotImplementedError, ZeroDivisionError, AttributeError):
+        return None
+
+
+# --------------------------------------------------------------------------------- sympy.integrate fallback
+def _integrate_worker(expr, v, conn):
+    try:
+        dens = sp.exp(-v ** 2 / 2) / sp.sqrt(2 * sp.pi)
+        res = sp.integrate(expr * dens, (v, -sp.oo, sp.oo))
+        conn.send(None if res.has(sp.Integral) else res)
+    except Exception:
+        conn.send(None)
+    finally:
+        conn.close()
+
+
+def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[sp.Expr]:
+    """E[expr(G)] by ``sympy.integrate`` in a child process, killed after ``time_limit`` seconds; None on failure."""
+    if time_limit <= 0:
+        return None
+    try:
+        ctx = mp_proc.get_context("fork")
+    except ValueError:
+        return None
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_integrate_worker, args=(expr, v, child), daemon=True)
+    proc.start()
+    child.close()
+    res = None
+    if parent.poll(time_limit):
+        try:
+            res = parent.recv()
+        except EOFError:
+            res = None
+    proc.kill()
+    proc.join(1)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------- quadrature
+def _numeric_breakpoints(e: sp.Expr, v: sp.Symbol) -> list:
+    try:
+        return [float(sp.N(p)) for p in breakpoints(e, v)]
+    except _NotClosed:
+        return [0.0]
+
+
+def quadrature_1d(expr: sp.Expr, v: sp.Symbol, dps: int = 30) -> tuple[float, float]:
+    """E[expr(G)] by mpmath tanh-sinh quadrature split at breakpoints; returns (value, error estimate)."""
+    if expr.has(sp.DiracDelta):
+        raise TheorykitError("the integrand contains a DiracDelta; integrate it against the density explicitly")
+    f = sp.lambdify(v, expr, modules=[fn.MPMATH_MODULE, "mpmath"])
+    pts = sorted(set(_numeric_breakpoints(expr, v)))
+    with mpmath.workdps(dps):
+        def g(t):
+            return f(t) * mpmath.exp(-t * t / 2) / mpmath.sqrt(2 * mpmath.pi)
+
+        val, err = mpmath.quad(g, [-mpmath.inf] + pts + [mpmath.inf], error=True, maxdegree=10)
+    val, err = float(val), float(err)
+    if not np.isfinite(val):
+        raise TheorykitError(f"E[{expr}] is not finite (quadrature gave {val})")
+    return val, max(err, 1e-15 * max(1.0, abs(val)))
+
+
+def _gh(order: int):
+    t, w = np.polynomial.hermite_e.hermegauss(order)
+    return t, w / np.sqrt(2 * np.pi)
+
+
+def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60) -> tuple[float, float]:
+    """E[expr] over 2-3 Gaussian variables by tensor Gauss-Hermite; error from comparing order and 2*order."""
+    f = sp.lambdify(list(variables), expr, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+    vals = []
+    for o in (order, 2 * order):
+        t, w = _gh(o)
+        grids = np.meshgrid(*([t] * len(variables)), indexing="ij")
+        wts = np.ones_like(grids[0])
+        for idx in range(len(variables)):
+            shape = [1] * len(variables)
+            shape[idx] = o
+            wts = wts * w.reshape(shape)
+        with np.errstate(all="ignore"):
+            fv = np.broadcast_to(np.asarray(f(*grids), dtype=float), grids[0].shape)
+        vals.append(float(np.sum(wts * fv)))
+    if not np.all(np.isfinite(vals)):
+        raise TheorykitError(f"E[{expr}] is not finite on the quadrature grid")
+    return vals[1], abs(vals[1] - vals[0]) + 1e-15
+
+
+def monte_carlo(expr: sp.Expr, variables: Sequence[sp.Symbol], n: int = 1_000_000, seed: int = 0):
+    """E[expr] by Monte Carlo with n samples; returns (mean, standard error)."""
+    f = sp.lambdify(list(variables), expr, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((len(variables), n))
+    with np.errstate(all="ignore"):
+        fv = np.broadcast_to(np.asarray(f(*g), dtype=float), (n,))
+    if not np.all(np.isfinite(fv)):
+        raise TheorykitError(f"E[{expr}]: the integrand is not finite at some samples")
+    return float(fv.mean()), float(fv.std(ddof=1) / np.sqrt(n))
+
+
+# ------------------------------------------------------------------------------------------------- front door
+def _is_odd(expr: sp.Expr, variables) -> bool:
+    """True when expr(-v) = -expr(v) jointly in all variables (then E[expr] = 0 exactly)."""
+    if not variables:
+        return False
+    flipped = expr.xreplace({v: -v for v in variables})
+    try:
+        return sp.expand(flipped + expr) == 0 or sp.simplify(flipped + expr) == 0
+    except Exception:
+        return False
+
+
+def expectation(expr, variables: Sequence[sp.Symbol], time_limit: float = 3.0,
+                allow_sympy: bool = True, seed: int = 0) -> Expectation:
+    """E[expr] over independent N(0, 1) ``variables``, by the first tier that succeeds.
+
+    The closed-form engine is tried first, then (one variable, ``allow_sympy``) ``sympy.integrate`` under
+    ``time_limit`` seconds, then quadrature (or Monte Carlo beyond three variables).
+    """
+    expr = sp.sympify(expr)
+    variables = [v for v in variables if expr.has(v)]
+    if _is_odd(expr, variables):
+        return Expectation(sp.Integer(0), 0.0, "exact", 0.0, "odd integrand (symmetry)")
+    ex = exact_expectation(expr, variables)
+    method = "closed form (Gaussian engine)"
+    if ex is None and allow_sympy and len(variables) == 1 and not expr.has(sp.DiracDelta, *_NO_SYMPY):
+        ex = sympy_integrate(expr, variables[0], time_limit)
+        method = "closed form (sympy.integrate)"
+        if ex is not None:
+            ex = _tidy(ex)
+    if ex is not None:
+        value = None
+        if not ex.free_symbols:
+            value = float(sp.N(ex, 30))
+            if not np.isfinite(value):
+                raise TheorykitError(f"E[{expr}] is not finite")
+        return Expectation(ex, value, "exact", 0.0, method)
+    if expr.free_symbols - set(variables):
+        raise TheorykitError(f"E[{expr}] has no closed form here and free parameters "
+                             f"{sorted(map(str, expr.free_symbols - set(variables)))}: give them values")
+    if len(variables) == 1:
+        val, err = quadrature_1d(expr, variables[0])
+        return Expectation(None, val, "quadrature", err, "mpmath tanh-sinh, 30 digits, split at breakpoints")
+    if len(variables) <= 3:
+        val, err = quadrature_nd(expr, variables)
+        return Expectation(None, val, "quadrature", err, "tensor Gauss-Hermite (60 and 120 nodes per axis)")
+    val, err = monte_carlo(expr, variables, seed=seed)
+    return Expectation(None, val, "monte-carlo", err, f"Monte Carlo, 10^6 samples, seed {seed}")

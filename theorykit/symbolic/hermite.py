@@ -1,0 +1,76 @@
+"""Hermite expansions and Gaussian expectations of an activation (probabilists' convention, see conventions.py).
+
+    mu_k = E[sigma(G) He_k(G)] = E[sigma^(k)(G)],   sigma = sum_k mu_k He_k / k!,   G ~ N(0, 1).
+
+mu_k is computed as E[sigma(G) He_k(G)] (valid for non-smooth sigma without distributional derivatives) by the
+tiers of :mod:`theorykit.symbolic.gaussian`: closed form when it exists, otherwise quadrature with its error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+from typing import Optional
+
+import sympy as sp
+
+from .. import conventions as cv
+from ..errors import TheorykitError
+from .gaussian import Expectation, expectation
+from .ingredients import Activation, activation as make_activation
+
+
+@dataclass(frozen=True)
+class HermiteCoefficient:
+    """mu_k = E[sigma(G) He_k(G)]: exact (SymPy or None), value (float), tier ('exact'/'quadrature'), error."""
+
+    k: int
+    exact: Optional[sp.Expr]
+    value: float
+    tier: str
+    error: float
+    method: str
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["exact"] = None if self.exact is None else str(self.exact)
+        return d
+
+
+@dataclass(frozen=True)
+class HermiteExpansion:
+    """The first degree+1 Hermite coefficients of an activation."""
+
+    activation: Activation
+    coefficients: tuple
+
+    def values(self):
+        return [c.value for c in self.coefficients]
+
+    def __getitem__(self, k) -> HermiteCoefficient:
+        return self.coefficients[k]
+
+    def series(self) -> sp.Expr:
+        """sum_k mu_k He_k(x)/k! with exact coefficients where known (floats otherwise)."""
+        return sum((c.exact if c.exact is not None else sp.Float(c.value)) * cv.hermite_he(c.k) / sp.factorial(c.k)
+                   for c in self.coefficients)
+
+
+def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0) -> HermiteExpansion:
+    """mu_0..mu_degree of ``act`` (preset name, expression string or Activation)."""
+    act = make_activation(act)
+    if not isinstance(degree, int) or degree < 0 or degree > 40:
+        raise TheorykitError(f"degree must be an integer in 0..40, got {degree!r}")
+    coeffs = []
+    for k in range(degree + 1):
+        e = expectation(act.expr * cv.hermite_he(k), [cv.X], time_limit=time_limit)
+        coeffs.append(HermiteCoefficient(k, e.exact, float(e.value), e.tier, e.error, e.method))
+    return HermiteExpansion(act, tuple(coeffs))
+
+
+def gaussian_expectation(expr, variance=None, time_limit: float = 3.0) -> Expectation:
+    """E[g(sqrt(q) G)] for g an expression in x; ``variance`` a number or None for a symbolic q > 0.
+
+    Example: E[sigma'(sqrt(q) G)^2] for GeLU closes (it has an arcsine) and is returned as a function of q.
+    """
+    g = expr if isinstance(expr, sp.Expr) else make_activation(expr).expr
+    q = cv.Q if variance is None else sp.nsimplify(variance)
+    return expectation(g.subs(cv.X, sp.sqrt(q) * cv.X), [cv.X], time_limit=time_limit)

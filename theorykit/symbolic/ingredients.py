@@ -1,0 +1,307 @@
+"""The three ingredients of a model: activation sigma(x), link y = h(z, eps), loss l(y, yhat).
+
+Each object carries its exact SymPy expression (for derivations) and NumPy functions made once by ``lambdify``
+(for numerics), so the finite-d simulator and the asymptotic theory use the same mathematics.
+Build them with :func:`activation`, :func:`link` and :func:`loss`, which accept a preset name (see
+``theorykit.symbolic.presets``) or an expression string parsed by the whitelist parser.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from .. import conventions as cv
+from ..errors import TheorykitError
+from . import functions as fn
+from ._parse import parse_expression
+
+NUMPY = [fn.NUMPY_MODULE, "scipy", "numpy"]
+
+
+def lambdify_safe(args, expr, name: str):
+    """``lambdify`` to NumPy with common-subexpression elimination.
+
+    ``expr`` is one expression (the function returns one array) or a tuple of expressions (it returns a tuple of
+    arrays), each broadcast to the common shape of the inputs.  Piecewise expressions are lambdified to
+    ``numpy.select`` (every branch is evaluated): floating-point warnings from discarded branches are silenced;
+    callers check the results for NaN.
+    """
+    multi = isinstance(expr, (tuple, list))
+    exprs = list(expr) if multi else [expr]
+    f = sp.lambdify(args, exprs, modules=NUMPY, cse=True)
+
+    def g(*vals):
+        vals = [np.asarray(v, dtype=float) for v in vals]
+        with np.errstate(all="ignore"):
+            outs = f(*vals)
+        shape = np.broadcast(*vals).shape if len(vals) > 1 else (vals[0].shape if vals else ())
+        outs = [np.broadcast_to(np.asarray(o, dtype=float), shape) for o in outs]
+        return tuple(outs) if multi else outs[0]
+
+    g.__name__ = name
+    g.expr = expr
+    return g
+
+
+def _drop_dirac(expr: sp.Expr) -> tuple[sp.Expr, bool]:
+    """Remove DiracDelta terms (a derivative of a kink): returns (expr without them, whether any were there)."""
+    if not expr.has(sp.DiracDelta):
+        return expr, False
+    return sp.expand(expr).replace(sp.DiracDelta, lambda *a: sp.Integer(0)), True
+
+
+@dataclass(frozen=True)
+class Activation:
+    """sigma(x), its first two derivatives, and its Hermite expansion.
+
+    For a non-smooth sigma (ReLU, abs, ...), sigma'' contains DiracDelta terms: as a distribution they matter for
+    Gaussian expectations (e.g. mu_2 = E[sigma''(G)], which theorykit computes as E[sigma(G) He_2(G)]), but their
+    contribution to the finite-n Hessian vanishes almost surely (no pre-activation sits exactly on a kink), so the
+    numerical sigma'' drops them; ``singular_second_derivative`` says so.
+    """
+
+    name: str
+    expr: sp.Expr
+
+    @property
+    def x(self):
+        return cv.X
+
+    @cached_property
+    def d1_expr(self) -> sp.Expr:
+        return sp.diff(self.expr, cv.X)
+
+    @cached_property
+    def d2_distribution(self) -> sp.Expr:
+        """sigma'' including DiracDelta terms."""
+        return sp.diff(self.expr, cv.X, 2)
+
+    @cached_property
+    def d2_expr(self) -> sp.Expr:
+        """sigma'' with DiracDelta terms dropped (the almost-sure value used in Hessians)."""
+        return _drop_dirac(self.d2_distribution)[0]
+
+    @property
+    def singular_second_derivative(self) -> bool:
+        return _drop_dirac(self.d2_distribution)[1]
+
+    @property
+    def note(self) -> str:
+        if self.singular_second_derivative:
+            return ("sigma'' has DiracDelta terms (a kink); they are dropped from D and the Hessian, where they "
+                    "vanish almost surely at finite n, but kept in Gaussian expectations (Hermite coefficients)")
+        return ""
+
+    @cached_property
+    def numpy(self):
+        """u -> (sigma(u), sigma'(u), sigma''(u)), vectorised."""
+        return lambdify_safe([cv.X], (self.expr, self.d1_expr, self.d2_expr), f"sigma_{self.name}")
+
+    def __call__(self, u):
+        with np.errstate(all="ignore"):
+            return lambdify_safe([cv.X], self.expr, "sigma")(u)
+
+    def hermite(self, degree: int = 4, **kw):
+        from .hermite import hermite_coefficients
+
+        return hermite_coefficients(self, degree, **kw)
+
+    def __str__(self):
+        return f"{self.name}: sigma(x) = {self.expr}"
+
+
+@dataclass(frozen=True)
+class Loss:
+    """l(y, yhat) with l' = dl/dyhat and l'' = d^2 l/dyhat^2, symbolic and vectorised."""
+
+    name: str
+    expr: sp.Expr
+
+    @cached_property
+    def d1_expr(self):
+        return sp.diff(self.expr, cv.YHAT)
+
+    @cached_property
+    def d2_expr(self):
+        return _drop_dirac(sp.diff(self.expr, cv.YHAT, 2))[0]
+
+    @cached_property
+    def numpy(self):
+        """(y, yhat) -> (l, l', l''), vectorised."""
+        return lambdify_safe([cv.Y, cv.YHAT], (self.expr, self.d1_expr, self.d2_expr),
+                             f"loss_{self.name}")
+
+    def __str__(self):
+        return f"{self.name}: l(y, yhat) = {self.expr}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """y = h(z, eps): single index (symbol z, k = 1) or multi-index (z1..zk), optional noise eps ~ N(0, 1)."""
+
+    name: str
+    expr: sp.Expr
+    k: int
+    latent: tuple  # the latent symbols (z,) or (z1, ..., zk)
+
+    @property
+    def noisy(self) -> bool:
+        return self.expr.has(cv.EPS)
+
+    @property
+    def variables(self) -> tuple:
+        """All Gaussian variables: latent coordinates, then eps if present."""
+        return self.latent + ((cv.EPS,) if self.noisy else ())
+
+    @cached_property
+    def numpy(self):
+        """(z_1, ..., z_k, eps) -> y, vectorised (eps is ignored by noiseless links)."""
+        return lambdify_safe(list(self.latent) + [cv.EPS], self.expr, f"link_{self.name}")
+
+    def sample(self, n: int, rng: np.random.Generator):
+        """Draw n samples: returns (z of shape (n, k), y of shape (n,)).  Uses rng for z, then (if noisy) eps."""
+        z = rng.standard_normal((n, self.k))
+        eps = rng.standard_normal(n) if self.noisy else np.zeros(n)
+        return z, self.response(z, eps)
+
+    def response(self, z: np.ndarray, eps: Optional[np.ndarray] = None) -> np.ndarray:
+        z = np.asarray(z, dtype=float).reshape(-1, self.k)
+        eps = np.zeros(len(z)) if eps is None else eps
+        y = self.numpy(*[z[:, i] for i in range(self.k)], eps)
+        if not np.all(np.isfinite(y)):
+            raise TheorykitError(f"link {self.name}: y = {self.expr} is not finite at some samples")
+        return np.array(y, dtype=float)
+
+    def __str__(self):
+        return f"{self.name}: y = {self.expr}"
+
+
+# ---------------------------------------------------------------------------------------------- constructors
+def _split_params(spec: str) -> tuple[str, dict]:
+    """'name:key=value,key=value' -> ('name', {key: Rational(value)})."""
+    if ":" not in spec:
+        return spec, {}
+    name, _, rest = spec.partition(":")
+    params = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, val = item.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z]\w*", key.strip()):
+            raise TheorykitError(f"bad preset parameter {item!r} in {spec!r} (expected key=value)")
+        try:
+            params[key.strip()] = sp.Rational(val.strip())
+        except (TypeError, ValueError):
+            raise TheorykitError(f"bad value {val!r} for parameter {key!r} in {spec!r} (expected a number)") from None
+    return name.strip(), params
+
+
+def activation(spec) -> Activation:
+    """An :class:`Activation` from a preset name ('gelu', 'relu', ...), an expression in x, or an Activation."""
+    from . import presets
+
+    if isinstance(spec, Activation):
+        return spec
+    if isinstance(spec, sp.Expr):
+        return _check_activation(Activation(str(spec), spec))
+    name, params = _split_params(str(spec))
+    if name in presets.ACTIVATIONS:
+        return Activation(name, presets.ACTIVATIONS[name](**params))
+    expr = parse_expression(str(spec), {"x": cv.X}, what="activation")
+    return _check_activation(Activation(str(spec).strip(), expr))
+
+
+def _check_activation(a: Activation) -> Activation:
+    extra = a.expr.free_symbols - {cv.X}
+    if extra:
+        raise TheorykitError(f"activation {a.name!r} must depend on x only (found {sorted(map(str, extra))})")
+    return a
+
+
+def loss(spec) -> Loss:
+    """A :class:`Loss` from a preset name ('square', 'logistic', 'huber') or an expression in y and yhat."""
+    from . import presets
+
+    if isinstance(spec, Loss):
+        return spec
+    name, params = _split_params(str(spec))
+    if name in presets.LOSSES:
+        return Loss(name, presets.LOSSES[name](**params))
+    expr = parse_expression(str(spec), {"y": cv.Y, "yhat": cv.YHAT}, what="loss")
+    if not expr.has(cv.YHAT):
+        raise TheorykitError(f"loss {spec!r} does not depend on yhat")
+    return Loss(str(spec).strip(), expr)
+
+
+def link(spec) -> Link:
+    """A :class:`Link` from a preset name or an expression in z (or z1..zk) and optionally eps."""
+    from . import presets
+
+    if isinstance(spec, Link):
+        return spec
+    name, params = _split_params(str(spec))
+    if name in presets.LINKS:
+        expr = presets.LINKS[name](**params)
+        label = name if not params else str(spec)
+    else:
+        text = str(spec)
+        names = set(re.findall(r"\bz(\d+)\b", text))
+        symbols = {"z": cv.Z, "eps": cv.EPS}
+        for i in names:
+            if int(i) < 1 or int(i) > 16:
+                raise TheorykitError(f"link {text!r}: latent index z{i} out of range (z1..z16)")
+            symbols[f"z{int(i)}"] = cv.z_symbol(int(i))
+        expr = parse_expression(text, symbols, what="link")
+        label = text.strip()
+    return _make_link(label, expr)
+
+
+def _make_link(name: str, expr: sp.Expr) -> Link:
+    syms = expr.free_symbols
+    multi = sorted((s for s in syms if re.fullmatch(r"z\d+", s.name)), key=lambda s: int(s.name[1:]))
+    if cv.Z in syms and multi:
+        raise TheorykitError(f"link {name!r} mixes z with z1..zk: use z for a single index, z1..zk otherwise")
+    if not multi and cv.Z not in syms:
+        raise TheorykitError(f"link {name!r} does not depend on the latent variable z (or z1..zk)")
+    extra = syms - {cv.Z, cv.EPS} - set(multi)
+    if extra:
+        raise TheorykitError(f"link {name!r}: unknown symbols {sorted(map(str, extra))}")
+    if multi:
+        k = int(multi[-1].name[1:])
+        latent = tuple(cv.z_symbol(i) for i in range(1, k + 1))
+    else:
+        k, latent = 1, (cv.Z,)
+    return Link(name, expr, k, latent)
+
+
+DELTA = sp.Symbol("delta", positive=True)
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """A spectral preprocessing T(y) (may depend on the sample ratio delta), e.g. (y - 1)/(y + sqrt(2*delta) - 1)."""
+
+    name: str
+    expr: sp.Expr
+
+    @cached_property
+    def numpy(self):
+        """(y, delta) -> T(y), vectorised."""
+        return lambdify_safe([cv.Y, DELTA], self.expr, "T")
+
+    def __call__(self, y, delta):
+        out = self.numpy(np.asarray(y, dtype=float), float(delta))
+        if not np.all(np.isfinite(out)):
+            raise TheorykitError(f"preprocessing T(y) = {self.expr} is not finite at some y (delta = {delta})")
+        return np.array(out, dtype=float)
+
+
+def preprocessing(spec) -> Preprocessing:
+    """A :class:`Preprocessing` from an expression in y and delta (whitelist parser)."""
+    if isinstance(spec, Preprocessing):
+        return spec
+    expr = parse_expression(str(spec), {"y": cv.Y, "delta": DELTA}, what="preprocessing")
+    return Preprocessing(str(spec).strip(), expr)

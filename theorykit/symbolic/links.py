@@ -1,0 +1,429 @@
+"""Link analysis (THEORY.md section 2): exponents, easy and hard subspaces, and the spectral threshold delta_alg.
+
+Single index, y = h(z, eps):
+  information exponent  = min{k >= 1 : E[y He_k(z)] != 0};
+  generative exponent   = min{k >= 1 : E[He_k(z) | y] is not identically 0}, tested through E[g(y) He_k(z)] for the
+                          test functions g(y) = y^p (exact for polynomial links) or through binned conditional
+                          expectations (other links);
+  delta_alg             = 1 / E_y[(E[z^2|y] - 1)^2] when E[z|y] = 0, and 0 when E[z|y] is not identically 0
+                          (weak recovery at any delta > 0).
+Multi-index: the easy subspace is the closure of the rule "v is learnable when E[v^T z p(y, U^T z)] != 0 for some
+test function p, U the span learned so far", with p running over the monomials of degree <= max_degree in
+(y, U^T z); exact by Gaussian moments for polynomial links.  With no easy direction,
+  delta_alg = 1 / sup_{M >= 0, ||M||_F = 1} ||E_y[G(y) M G(y)]||_F,  G(y) = E[z z^T | y] - I_k
+(Troiani et al. 2024); the map M -> E[G M G] preserves the PSD cone, so the sup is its spectral radius on
+symmetric matrices (Krein-Rutman), computed from E[G (x) G].
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from .. import conventions as cv
+from ..errors import TheorykitError
+from .gaussian import expectation, _trunc, breakpoints, _NotClosed
+from .ingredients import Link, link as make_link
+
+
+@dataclass(frozen=True)
+class DeltaAlg:
+    """delta_alg: exact (SymPy or None), value (float or None when infinite), error (absolute), method."""
+
+    exact: Optional[sp.Expr]
+    value: Optional[float]
+    error: float
+    method: str
+
+    def as_dict(self):
+        return {"exact": None if self.exact is None else str(self.exact), "value": self.value,
+                "error": self.error, "method": self.method}
+
+
+@dataclass(frozen=True)
+class LinkAnalysis:
+    """Result of :func:`analyse_link`.  easy_basis / hard_basis: (k, dim) arrays with orthonormal columns."""
+
+    link: Link
+    k: int
+    information_exponent: Optional[int]
+    generative_exponent: Optional[int]
+    easy_basis: np.ndarray
+    hard_basis: np.ndarray
+    delta_alg: DeltaAlg
+    method: str
+    notes: tuple = field(default_factory=tuple)
+
+    @property
+    def easy_dim(self) -> int:
+        return self.easy_basis.shape[1]
+
+    @property
+    def hard_dim(self) -> int:
+        return self.hard_basis.shape[1]
+
+    def as_dict(self) -> dict:
+        return {"link": str(self.link.expr), "name": self.link.name, "k": self.k,
+                "information_exponent": self.information_exponent,
+                "generative_exponent": self.generative_exponent, "easy_dim": self.easy_dim,
+                "hard_dim": self.hard_dim, "easy_basis": self.easy_basis.tolist(),
+                "hard_basis": self.hard_basis.tolist(), "delta_alg": self.delta_alg.as_dict(),
+                "method": self.method, "notes": list(self.notes)}
+
+
+def _is_polynomial(link: Link) -> bool:
+    return link.expr.is_polynomial(*link.variables)
+
+
+def _nonzero(e) -> bool:
+    """Whether an :class:`Expectation` is non-zero (exactly, or beyond 20 error estimates and 1e-9)."""
+    if e.exact is not None and not e.exact.free_symbols:
+        return bool(sp.simplify(e.exact) != 0)
+    return abs(e.value) > max(20 * e.error, 1e-9)
+
+
+def _E(expr, link: Link):
+    return expectation(expr, link.variables, time_limit=2.0, allow_sympy=False)
+
+
+# ------------------------------------------------------------------------------ numerical conditional moments
+def quadrature_nodes(link: Link, level: int = 0):
+    """Quadrature nodes and weights for the law of (z, eps) (eps only for noisy links).
+
+    Returns (points (N, k [+1]), weights (N,) summing to 1 up to 1e-22, description).  One or two Gaussian variables:
+    composite Gauss-Legendre (mirror-symmetric) on [-10, 10] per axis with weights times the density (200000 nodes
+    in 1-D, 1200 per axis in 2-D, 120 in 3-D; ``level`` halves the count ``level`` times); more: 2e6 seeded samples.
+    """
+    dims = len(link.variables)
+    per_axis = {1: 200_000, 2: 1_200, 3: 120}.get(dims)
+    if per_axis is None:
+        rng = np.random.default_rng(12345 + level)
+        pts = rng.standard_normal((2_000_000, dims))
+        return pts, np.full(len(pts), 1.0 / len(pts)), "Monte Carlo (2e6 samples)"
+    per_axis = per_axis // (2 ** level)
+    t, w = _composite_gl(per_axis)
+    t, w = 10 * t, 10 * w * np.exp(-50 * t * t) / np.sqrt(2 * np.pi)
+    grids = np.meshgrid(*([t] * dims), indexing="ij")
+    wts = np.ones_like(grids[0])
+    for i in range(dims):
+        shape = [1] * dims
+        shape[i] = per_axis
+        wts = wts * w.reshape(shape)
+    pts = np.stack([g.ravel() for g in grids], axis=1)
+    return pts, wts.ravel(), f"Gauss-Legendre tensor grid, {per_axis} nodes per axis on [-10, 10]"
+
+
+def _composite_gl(n: int, order: int = 8):
+    """Composite Gauss-Legendre rule with n nodes on [-1, 1]."""
+    t0, w0 = np.polynomial.legendre.leggauss(order)
+    panels = n // order
+    edges = np.linspace(-1, 1, panels + 1)
+    half = (edges[1:] - edges[:-1]) / 2
+    mid = (edges[1:] + edges[:-1]) / 2
+    t, w = (mid[:, None] + half[:, None] * t0).ravel(), (half[:, None] * w0).ravel()
+    order = np.argsort(t)
+    t, w = t[order], w[order]
+    return (t - t[::-1]) / 2, (w + w[::-1]) / 2  # bit-exact mirror symmetry (keeps odd moments exactly 0)
+
+
+def _binned_projection(y, w, feats, bins):
+    """Conditional expectations of feats (N, p) given y, by grouping: discrete y by value, else quantile bins.
+
+    Returns (probabilities (G,), conditional means (G, p)).
+    """
+    yr = np.round(y, 12)
+    vals = np.unique(yr)
+    if len(vals) <= 64:
+        idx = np.searchsorted(vals, yr)
+    else:  # weighted quantile edges; equal y values always share a bin (keeps symmetric pairs together)
+        order = np.argsort(yr, kind="stable")
+        cw = np.cumsum(w[order])
+        cw /= cw[-1]
+        edges = yr[order][np.searchsorted(cw, np.arange(1, bins) / bins)]
+        idx = np.searchsorted(np.unique(edges), yr, side="right")
+    G = idx.max() + 1
+    P = np.bincount(idx, weights=w, minlength=G)
+    means = np.stack([np.bincount(idx, weights=w * feats[:, j], minlength=G) for j in range(feats.shape[1])], axis=1)
+    keep = P > 0
+    return P[keep], means[keep] / P[keep, None]
+
+
+def _numeric_G_operator(link: Link, bins: int, level: int = 0):
+    """E[G (x) G] restricted to symmetric k x k matrices (as a k^2 x k^2 array), G(y) = E[zz^T|y] - I."""
+    pts, w, method = quadrature_nodes(link, level)
+    k = link.k
+    z = pts[:, :k]
+    eps = pts[:, k] if link.noisy else None
+    y = link.response(z, eps)
+    feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
+    P, means = _binned_projection(y, w, feats, bins)
+    Gs = means.reshape(-1, k, k) - np.eye(k)
+    Gs = (Gs + Gs.transpose(0, 2, 1)) / 2
+    op = np.einsum("g,gij,gkl->ikjl", P / P.sum(), Gs, Gs).reshape(k * k, k * k)
+    return op, method
+
+
+def _spectral_radius_sym(op: np.ndarray, k: int) -> float:
+    """Largest eigenvalue of M -> E[G M G] on symmetric matrices (op acts on vec(M), row-major)."""
+    S = np.zeros((k * k, k * k))
+    for i in range(k):
+        for j in range(k):
+            S[i * k + j, i * k + j] += 0.5
+            S[i * k + j, j * k + i] += 0.5
+    A = S @ ((op + op.T) / 2) @ S
+    return float(np.linalg.eigvalsh(A).max())
+
+
+def _delta_alg_from_rho(rho: float, err: float, method: str) -> DeltaAlg:
+    if rho <= 5 * err:
+        return DeltaAlg(None, None, float("inf"),
+                        f"E[zz^T|y] = I within error ({method}): no spectral weak recovery (delta_alg infinite)")
+    return DeltaAlg(None, float(1.0 / rho), float(err / rho ** 2), method)
+
+
+def _delta_alg_grid(link: Link) -> DeltaAlg:
+    """Noiseless single index: fine 1-D grid in z, quantile bins in y, Richardson in the number of bins."""
+    vals = []
+    for bins in (1000, 2000, 4000):
+        op, method = _numeric_G_operator(link, bins)
+        vals.append(_spectral_radius_sym(op, link.k))
+    rho = vals[2] + (vals[2] - vals[1]) / 3
+    coarse = _spectral_radius_sym(_numeric_G_operator(link, 4000, level=1)[0], link.k)
+    err = abs(vals[2] - vals[1]) + abs(vals[2] - coarse) + 1e-12  # bins, plus the grid (halved)
+    return _delta_alg_from_rho(rho, err, f"quadrature: binned E[z^2|y] (1000-4000 quantile bins, Richardson), "
+                                         f"{method}")
+
+
+def _additive_noise_scale(link: Link):
+    """s if y = h(z) + s*eps with constant s != 0, else None."""
+    if not link.noisy or link.k != 1:
+        return None
+    s = sp.diff(link.expr, cv.EPS)
+    if s.free_symbols or s == 0:
+        return None
+    return float(s)
+
+
+def _delta_alg_additive(link: Link, s: float) -> DeltaAlg:
+    """y = h(z) + s eps: E[z^2|y] = int z^2 phi_s(y - h(z)) phi(z) dz / int phi_s(y - h(z)) phi(z) dz by quadrature
+    in z, then E_y[(E[z^2|y] - 1)^2] by quadrature in y (both composite Gauss-Legendre); error from halving."""
+    h = sp.lambdify(cv.Z, link.expr.subs(cv.EPS, 0), modules=["scipy", "numpy"])
+    vals = []
+    for nz, ny in ((2000, 4000), (4000, 8000)):
+        tz, wz = _composite_gl(nz)
+        tz, wz = 10 * tz, 10 * wz * np.exp(-50 * tz * tz) / np.sqrt(2 * np.pi)
+        with np.errstate(all="ignore"):
+            hz = np.broadcast_to(np.asarray(h(tz), dtype=float), tz.shape)
+        lo, hi = hz[wz > 1e-30].min() - 9 * abs(s), hz[wz > 1e-30].max() + 9 * abs(s)
+        ty, wy = _composite_gl(ny)
+        ty, wy = (hi + lo) / 2 + (hi - lo) / 2 * ty, (hi - lo) / 2 * wy
+        out = 0.0
+        for chunk in np.array_split(np.arange(ny), 16):
+            K = np.exp(-0.5 * ((ty[chunk, None] - hz[None, :]) / s) ** 2) / (abs(s) * np.sqrt(2 * np.pi)) * wz
+            p = K.sum(axis=1)
+            m2 = (K * tz ** 2).sum(axis=1) / np.where(p > 0, p, 1)
+            out += np.sum(wy[chunk] * p * (m2 - 1) ** 2)
+        vals.append(out)
+    return _delta_alg_from_rho(vals[1], abs(vals[1] - vals[0]) + 1e-12,
+                               "quadrature: additive Gaussian noise, E[z^2|y] by composite Gauss-Legendre in z and y")
+
+
+def _delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, seed: int = 2024) -> DeltaAlg:
+    """General case: E[G (x) G] by cross-fitted binned conditional means (two independent halves per bin, so the
+    within-bin sampling noise adds no bias), quantile bins in y; standard error over independent replicas."""
+    rng = np.random.default_rng(seed)
+    k = link.k
+    rhos = {500: [], 1000: []}
+    for _ in range(replicas):
+        z, y = link.sample(n, rng)
+        feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
+        half = n // 2
+        vals = np.unique(np.round(y, 12))
+        for bins in rhos:
+            if len(vals) <= 64:
+                edges = (vals[1:] + vals[:-1]) / 2
+            else:
+                edges = np.quantile(y, np.linspace(0, 1, bins + 1)[1:-1])
+            idx = np.searchsorted(edges, y)
+            G = len(edges) + 1
+            means = []
+            for part in (slice(0, half), slice(half, n)):
+                cnt = np.bincount(idx[part], minlength=G).astype(float)
+                m = np.stack([np.bincount(idx[part], weights=feats[part, j], minlength=G) for j in range(k * k)], 1)
+                means.append((m / np.maximum(cnt, 1)[:, None]).reshape(G, k, k) - np.eye(k))
+            P = np.bincount(idx, minlength=G) / n
+            op = np.einsum("g,gij,gkl->ikjl", P, means[0], means[1]).reshape(k * k, k * k)
+            rhos[bins].append(_spectral_radius_sym((op + op.T) / 2, k))
+    r1, r2 = np.mean(rhos[500]), np.mean(rhos[1000])
+    rho = float(r2 + (r2 - r1) / 3)  # binning bias ~ bins^-2
+    se = float(np.std(rhos[1000], ddof=1) / np.sqrt(replicas))
+    return _delta_alg_from_rho(rho, 2 * se + abs(r2 - r1),
+                               f"Monte Carlo: cross-fitted conditional moments in 500 and 1000 quantile bins of y "
+                               f"(Richardson), {replicas} x {n} samples, seed {seed} (error: 2 s.e. + bin change)")
+
+
+def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
+    """Closed forms for noiseless single-index links: even and monotone on z > 0, or piecewise constant."""
+    z, h = cv.Z, link.expr
+    if link.noisy:
+        return None
+    from sympy.calculus.singularities import is_strictly_increasing, is_strictly_decreasing
+
+    pos = sp.Interval.open(0, sp.oo)
+    try:
+        if sp.simplify(h.subs(z, -z) - h) == 0 and (is_strictly_increasing(h, pos, z)
+                                                     or is_strictly_decreasing(h, pos, z)):
+            # y determines |z|: E[z^2|y] = z^2, E[(z^2 - 1)^2] = 2
+            return DeltaAlg(sp.Rational(1, 2), 0.5, 0.0,
+                            "exact: h even and strictly monotone in |z|, so E[z^2|y] = z^2 and "
+                            "delta_alg = 1/E[(z^2-1)^2] = 1/2")
+    except Exception:
+        pass
+    # piecewise-constant h: intervals between breakpoints, each with a constant value
+    try:
+        dh = sp.diff(h, z).replace(sp.DiracDelta, lambda *a: sp.Integer(0))
+        if sp.simplify(dh) != 0:
+            return None
+        pts = breakpoints(h, z)
+    except (_NotClosed, Exception):
+        return None
+    edges = [-sp.oo] + pts + [sp.oo]
+    groups = {}
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        flo = None if lo == -sp.oo else float(sp.N(lo))
+        fhi = None if hi == sp.oo else float(sp.N(hi))
+        t = 0.0 if flo is None and fhi is None else (fhi - 1 if flo is None else (flo + 1 if fhi is None
+                                                                                   else (flo + fhi) / 2))
+        c = sp.nsimplify(h.subs(z, t))
+        p_, m_ = groups.get(c, (0, 0))
+        groups[c] = (p_ + _trunc(0, lo, hi), m_ + _trunc(2, lo, hi))
+    total = sum(m2 ** 2 / p - 2 * m2 + p for p, m2 in groups.values())  # sum_c P_c (E[z^2|c] - 1)^2
+    total = sp.simplify(total)
+    if total == 0:
+        return DeltaAlg(None, None, 0.0, "exact: E[z^2|y] = 1, no spectral weak recovery")
+    ex = sp.simplify(1 / total)
+    return DeltaAlg(ex, float(sp.N(ex, 20)), 0.0,
+                    "exact: h piecewise constant; E[z^2|y=c] from truncated Gaussian moments")
+
+
+# ------------------------------------------------------------------------------------------ subspaces (exact)
+def _monomials(nvars: int, degree: int):
+    for total in range(0, degree + 1):
+        for combo in itertools.combinations_with_replacement(range(nvars), total):
+            yield combo
+
+
+def _easy_subspace(link: Link, max_degree: int):
+    """Iterative rule; returns (basis as SymPy Matrix k x e or None, method string)."""
+    k, zs = link.k, sp.Matrix(link.latent)
+    U = sp.zeros(k, 0)
+    tiers = set()
+    while U.shape[1] < k:
+        P = sp.eye(k) if U.shape[1] == 0 else sp.eye(k) - U * (U.T * U).inv() * U.T
+        feats = [link.expr] + [(U[:, j].T * zs)[0] for j in range(U.shape[1])]
+        new = []
+        for combo in _monomials(len(feats), max_degree):
+            p = sp.Mul(*[feats[i] for i in combo])
+            vec = []
+            for i in range(k):
+                e = _E(zs[i] * p, link)
+                tiers.add(e.tier)
+                if e.exact is not None:
+                    vec.append(sp.nsimplify(e.exact) if not e.exact.free_symbols else e.exact)
+                else:
+                    vec.append(sp.Float(e.value, 12) if _nonzero(e) else sp.Integer(0))
+            v = P * sp.Matrix(vec)
+            if any(_nonzero_scalar(c) for c in v):
+                new.append(v)
+        if not new:
+            break
+        cand = U.row_join(sp.Matrix.hstack(*new))
+        basis = _column_basis(cand)
+        if basis.shape[1] == U.shape[1]:
+            break
+        U = basis
+    return U, tiers
+
+
+def _nonzero_scalar(c) -> bool:
+    return abs(float(sp.N(c))) > 1e-9
+
+
+def _column_basis(A: sp.Matrix) -> sp.Matrix:
+    if all(x.is_Rational or x.is_Integer for x in A):
+        _, piv = A.rref()
+        return A[:, list(piv)]
+    An = np.array(A.evalf(), dtype=float)
+    q, r, = np.linalg.qr(An)
+    rank = int(np.sum(np.abs(np.diag(r)) > 1e-8)) if r.size else 0
+    return sp.Matrix(q[:, :rank])
+
+
+def _orthonormal(U: sp.Matrix, k: int):
+    if U.shape[1] == 0:
+        return np.zeros((k, 0)), np.eye(k)
+    E = np.array(U.evalf(), dtype=float)
+    q, _ = np.linalg.qr(E, mode="complete")
+    e = U.shape[1]
+    return q[:, :e], q[:, e:]
+
+
+# ------------------------------------------------------------------------------------------------ front door
+def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
+    """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link)."""
+    lk = make_link(spec)
+    notes = []
+    info = gen = None
+    if lk.k == 1:
+        z = cv.Z
+        for kk in range(1, 9):
+            if _nonzero(_E(lk.expr * cv.hermite_he(kk, z), lk)):
+                info = kk
+                break
+        if info is None:
+            notes.append("information exponent > 8")
+        gen = _generative_exponent(lk, max_degree)
+        if gen is None:
+            notes.append("generative exponent > 6")
+    U, tiers = _easy_subspace(lk, max_degree)
+    easy, hard = _orthonormal(U, lk.k)
+    method = "exact Gaussian moments" if tiers <= {"exact"} else "quadrature/Monte-Carlo moments"
+    if easy.shape[1] > 0:
+        da = DeltaAlg(sp.Integer(0), 0.0, 0.0, "trivial (easy) directions exist: weak recovery at any delta > 0")
+        if hard.shape[1] > 0:
+            notes.append("delta_alg refers to the easy directions; the hard ones are learned after them")
+    else:
+        da = (_delta_alg_exact_single(lk) if lk.k == 1 else None)
+        if da is None:
+            s = _additive_noise_scale(lk)
+            if s is not None:
+                da = _delta_alg_additive(lk, s)
+            elif lk.k == 1 and not lk.noisy:
+                da = _delta_alg_grid(lk)
+            else:
+                da = _delta_alg_monte_carlo(lk)
+    return LinkAnalysis(lk, lk.k, info, gen, easy, hard, da, method, tuple(notes))
+
+
+def _generative_exponent(lk: Link, max_degree: int) -> Optional[int]:
+    z = cv.Z
+    if _is_polynomial(lk):
+        for kk in range(1, 7):
+            for p in range(0, max_degree + 1):
+                if _nonzero(_E(lk.expr ** p * cv.hermite_he(kk, z), lk)):
+                    return kk
+        return None
+    pts, w, _ = quadrature_nodes(lk)
+    zz = pts[:, 0]
+    y = lk.response(zz, pts[:, 1] if lk.noisy else None)
+    feats = np.stack([np.polynomial.hermite_e.hermeval(zz, [0] * kk + [1]) for kk in range(1, 7)], axis=1)
+    P, means = _binned_projection(y, w, feats, 1000)
+    norms = (P[:, None] * means ** 2).sum(axis=0)
+    for kk in range(1, 7):
+        if norms[kk - 1] > 1e-8 * math.factorial(kk):
+            return kk
+    return None

@@ -1,0 +1,162 @@
+"""Per-sample derivatives of the loss of a two-layer network in its pre-activations (THEORY.md section 1).
+
+    f(r) = (1/m) sum_j a_j sigma(r_j + b_j),            r = Theta^T x in R^m,
+    F(r, y) = grad_r l(y, f(r)) = l' grad f,            grad f_j = a_j sigma'(r_j + b_j) / m,
+    D(r, y) = hess_r l(y, f(r)) = l'' grad f grad f^T + l' diag(a_j sigma''(r_j + b_j) / m),
+with l' = dl/dyhat and l'' = d^2 l/dyhat^2 at yhat = f(r).
+
+The symbolic F and D (``F_expr``, ``D_expr``, in r1..rm and y) are exact SymPy matrices.  The numerical versions
+evaluate the same expressions through one lambdified (CSE'd) function of sigma, sigma', sigma'' and one of l, l', l'',
+then assemble the rank-one-plus-diagonal structure of D: O(m) work per sample instead of O(m^2) lambdified entries.
+Tests check both against each other and against finite differences.  The simulator, the DMFT and the Hessian theory
+all call :meth:`Network.evaluate`: one copy of the network's derivatives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Sequence
+
+import numpy as np
+import sympy as sp
+
+from .. import conventions as cv
+from ..errors import TheorykitError
+from .ingredients import Activation, Loss, activation as make_activation, loss as make_loss, lambdify_safe
+
+
+def parse_vector(spec, m: int, name: str, default) -> tuple:
+    """'1,-1' or a sequence -> tuple of m SymPy numbers; None -> m copies of default."""
+    if spec is None:
+        return tuple(sp.Integer(default) for _ in range(m))
+    items = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    if len(items) != m:
+        raise TheorykitError(f"--{name} has {len(items)} entries but the width is m = {m}")
+    out = []
+    for it in items:
+        try:
+            v = sp.nsimplify(sp.Rational(str(it))) if not isinstance(it, sp.Basic) else it
+        except (TypeError, ValueError):
+            raise TheorykitError(f"--{name}: {it!r} is not a number") from None
+        out.append(v)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Derivatives:
+    """Network quantities at N samples.  Shapes: f, loss, l1, l2 (N,); F, grad_f, curv (N, m).
+
+    F = l1 * grad_f; D = l2 grad_f grad_f^T + diag(curv), curv_j = l1 a_j sigma''(r_j + b_j) / m.
+    """
+
+    f: np.ndarray
+    loss: np.ndarray
+    l1: np.ndarray
+    l2: np.ndarray
+    F: np.ndarray
+    grad_f: np.ndarray
+    curv: np.ndarray
+
+    @property
+    def D(self) -> np.ndarray:
+        """(N, m, m) per-sample Hessians in r."""
+        g = self.grad_f
+        out = self.l2[:, None, None] * g[:, :, None] * g[:, None, :]
+        idx = np.arange(g.shape[1])
+        out[:, idx, idx] += self.curv
+        return out
+
+    def D_apply(self, v: np.ndarray) -> np.ndarray:
+        """D_i v_i for v of shape (N, m), without forming D: O(N m)."""
+        return self.l2[:, None] * np.sum(self.grad_f * v, axis=1)[:, None] * self.grad_f + self.curv * v
+
+
+class Network:
+    """A two-layer network's loss as a function of its pre-activations: sigma, loss, a (m,), b (m,)."""
+
+    def __init__(self, activation, loss, width: int = 1, a=None, b=None):
+        if not isinstance(width, (int, np.integer)) or width < 1 or width > 4096:
+            raise TheorykitError(f"width m must be an integer in 1..4096, got {width!r}")
+        self.activation: Activation = make_activation(activation)
+        self.loss: Loss = make_loss(loss)
+        self.m = int(width)
+        self.a_sym = parse_vector(a, self.m, "a", 1)
+        self.b_sym = parse_vector(b, self.m, "b", 0)
+        self.a = np.array([float(v) for v in self.a_sym])
+        self.b = np.array([float(v) for v in self.b_sym])
+
+    def __repr__(self):
+        return (f"Network(activation={self.activation.name!r}, loss={self.loss.name!r}, m={self.m}, "
+                f"a={list(map(str, self.a_sym))}, b={list(map(str, self.b_sym))})")
+
+    # ------------------------------------------------------------------ symbolic
+    @cached_property
+    def r(self) -> tuple:
+        return tuple(cv.r_symbol(j + 1) for j in range(self.m))
+
+    @cached_property
+    def f_expr(self) -> sp.Expr:
+        s = self.activation.expr
+        return sum(aj * s.subs(cv.X, rj + bj) for aj, bj, rj in zip(self.a_sym, self.b_sym, self.r)) / self.m
+
+    @cached_property
+    def loss_expr(self) -> sp.Expr:
+        return self.loss.expr.subs(cv.YHAT, self.f_expr)
+
+    @cached_property
+    def F_expr(self) -> sp.Matrix:
+        """F(r, y) = grad_r l(y, f(r)), an m x 1 SymPy matrix."""
+        return sp.Matrix([sp.diff(self.loss_expr, rj) for rj in self.r])
+
+    @cached_property
+    def D_expr(self) -> sp.Matrix:
+        """D(r, y) = hess_r l(y, f(r)), m x m (DiracDelta terms from kinks dropped: they vanish a.s.)."""
+        from .ingredients import _drop_dirac
+
+        H = sp.hessian(self.loss_expr, self.r)
+        return H.applyfunc(lambda e: _drop_dirac(e)[0])
+
+    def lambdified_symbolic(self):
+        """(r (N, m), y (N,)) -> (F (N, m), D (N, m, m)) straight from F_expr and D_expr (slow; for checks)."""
+        args = list(self.r) + [cv.Y]
+        fF = lambdify_safe(args, tuple(self.F_expr), "F")
+        fD = lambdify_safe(args, tuple(self.D_expr), "D")
+
+        def g(r, y):
+            cols = [r[:, j] for j in range(self.m)] + [y]
+            F = np.stack(fF(*cols), axis=1)
+            D = np.stack(fD(*cols), axis=1).reshape(len(y), self.m, self.m)
+            return F, D
+
+        return g
+
+    # ------------------------------------------------------------------ numeric
+    def evaluate(self, r: np.ndarray, y: np.ndarray) -> Derivatives:
+        """All per-sample quantities at pre-activations r (N, m) and responses y (N,)."""
+        r = np.asarray(r, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if r.ndim != 2 or r.shape[1] != self.m or y.shape != (r.shape[0],):
+            raise TheorykitError(f"expected r of shape (N, {self.m}) and y of shape (N,), got {r.shape}, {y.shape}")
+        s0, s1, s2 = self.activation.numpy(r + self.b)
+        f = s0 @ self.a / self.m
+        l0, l1, l2 = self.loss.numpy(y, f)
+        grad_f = s1 * (self.a / self.m)
+        F = l1[:, None] * grad_f
+        curv = l1[:, None] * s2 * (self.a / self.m)
+        return Derivatives(f=f, loss=np.asarray(l0), l1=np.asarray(l1), l2=np.asarray(l2), F=F, grad_f=grad_f,
+                           curv=curv)
+
+    def F(self, r, y) -> np.ndarray:
+        """(N, m) per-sample gradients in r."""
+        return self.evaluate(r, y).F
+
+    def D(self, r, y) -> np.ndarray:
+        """(N, m, m) per-sample Hessians in r."""
+        return self.evaluate(r, y).D
+
+    def output(self, r) -> np.ndarray:
+        r = np.asarray(r, dtype=float)
+        return self.activation.numpy(r + self.b)[0] @ self.a / self.m
+
+    def loss_values(self, r, y) -> np.ndarray:
+        return self.loss.numpy(np.asarray(y, dtype=float), self.output(r))[0]
