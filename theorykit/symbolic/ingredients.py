@@ -182,11 +182,11 @@ class Link:
 
 
 # ---------------------------------------------------------------------------------------------- constructors
-def _split_params(spec: str) -> tuple[str, dict]:
-    """'name:key=value,key=value' -> ('name', {key: Rational(value)})."""
-    if ":" not in spec:
-        return spec, {}
+def _split_params(spec: str, registry: dict) -> tuple[str, dict]:
+    """'name:key=value,key=value' -> ('name', {key: Rational(value)}) for a preset name in registry."""
     name, _, rest = spec.partition(":")
+    if name.strip() not in registry:
+        return spec, {}
     params = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, val = item.partition("=")
@@ -207,7 +207,7 @@ def activation(spec) -> Activation:
         return spec
     if isinstance(spec, sp.Expr):
         return _check_activation(Activation(str(spec), spec))
-    name, params = _split_params(str(spec))
+    name, params = _split_params(str(spec), presets.ACTIVATIONS)
     if name in presets.ACTIVATIONS:
         return Activation(name, presets.ACTIVATIONS[name](**params))
     expr = parse_expression(str(spec), {"x": cv.X}, what="activation")
@@ -227,7 +227,7 @@ def loss(spec) -> Loss:
 
     if isinstance(spec, Loss):
         return spec
-    name, params = _split_params(str(spec))
+    name, params = _split_params(str(spec), presets.LOSSES)
     if name in presets.LOSSES:
         return Loss(name, presets.LOSSES[name](**params))
     expr = parse_expression(str(spec), {"y": cv.Y, "yhat": cv.YHAT}, what="loss")
@@ -242,7 +242,7 @@ def link(spec) -> Link:
 
     if isinstance(spec, Link):
         return spec
-    name, params = _split_params(str(spec))
+    name, params = _split_params(str(spec), presets.LINKS)
     if name in presets.LINKS:
         expr = presets.LINKS[name](**params)
         label = name if not params else str(spec)

