@@ -68,13 +68,20 @@ def test_multi_index_subspaces(spec, easy, hard, easy_vec):
                        np.eye(a.k))
 
 
-def test_product_delta_alg_from_sup_formula():
+def test_multi_index_sup_formula_exact_case():
+    """y = z2^2 with k = 2 (z1 absent): the sup formula must reduce to the single-index 1/E[(z^2-1)^2] = 1/2."""
+    a = tk.analyse_link("z2**2")
+    assert a.k == 2 and (a.easy_dim, a.hard_dim) == (0, 2)
+    assert a.delta_alg.exact is None and a.delta_alg.error < 0.01
+    assert abs(a.delta_alg.value - 0.5) <= a.delta_alg.error
+
+
+def test_product_delta_alg_bounds():
+    """y = z1 z2: with G = [[A, y], [y, A]], A = E[z1^2|y] - 1, M = I/sqrt2 gives rho >= 1 + E[A^2] > 1, and
+    rho <= E||zz^T - I||_F^2 = 6, so 1/6 < delta_alg < 1."""
     da = tk.analyse_link("product").delta_alg
     assert da.exact is None and 0 < da.error < 0.01
-    # cross-check: M = e1 e2^T + e2 e1^T / sqrt 2 lower-bounds the sup, so delta_alg <= 1/||E[G M G]||
-    lk = tk.link("product")
-    rng = np.random.default_rng(3)
-    assert da.value < 1.0
+    assert 1 / 6 < da.value - da.error and da.value + da.error < 1
 
 
 def test_json_shape():

@@ -93,7 +93,7 @@ class SpectralLaw:
         wnum = self._c[key]
         if lam > self._c["zmax"]:
             r = 1.0 / (lam - self.Z)
-            return float(np.dot(wnum, r * r if p == 2 else r))
+            return float((wnum * (r * r if p == 2 else r)).sum())
         gap = lam - self.Z
         at_pole = gap <= 0
         live = at_pole & (wnum != 0)
@@ -102,7 +102,7 @@ class SpectralLaw:
             return math.inf if np.all(s > 0) else (-math.inf if np.all(s < 0) else math.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(at_pole, 0.0, 1.0 / np.where(at_pole, 1.0, gap))
-        return float(np.dot(wnum, r * r if p == 2 else r))
+        return float((wnum * (r * r if p == 2 else r)).sum())
 
     def psi(self, lam: float, delta: float) -> float:
         return lam * (1.0 / delta + self._E("Z", lam, 1))

@@ -63,7 +63,8 @@ def text(r) -> str:
                  f"{r['escape_time'] if r['escape_time'] is not None else 'never'}")
     for h in r["hessian"]:
         ev = ", ".join(f"{v:.4g}" for v in h["eigenvalues"][:3])
-        lines.append(f"Hessian t = {h['t']}: bottom eigenvalues {ev}, ...; hard weight {h['hard_weight']:.3f}")
+        hw = f"; hard weight {h['hard_weight']:.3f}" if s["hard_dim"] else ""
+        lines.append(f"Hessian t = {h['t']}: bottom eigenvalues {ev}, ...{hw}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']} (loss {r['diverged_at']['loss']:g})")
     return "\n".join(lines)
