@@ -249,10 +249,14 @@ def _hessian(X, derivs, ridge, hard_dirs, k_eig):
     try:
         from .spectrum import hessian_bottom
     except ModuleNotFoundError as e:  # pragma: no cover - depends on the colleague's module
-        if e.name == "theorykit.spectrum":
-            raise TheorykitError("Hessian checkpoints need theorykit.spectrum (not installed yet): "
+        if e.name != "theorykit.spectrum":
+            raise
+        from . import spectral  # fallback, in case hessian_bottom lands in theorykit.spectral
+
+        hessian_bottom = getattr(spectral, "hessian_bottom", None)
+        if hessian_bottom is None:
+            raise TheorykitError("Hessian checkpoints need theorykit.spectrum.hessian_bottom (not available yet): "
                                  "use hessian_every=0") from None
-        raise
     hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method="lanczos")
     return {"eigenvalues": np.asarray(hs.eigenvalues, dtype=float),
             "hard_overlap2": np.asarray(hs.hard_overlap2, dtype=float),
