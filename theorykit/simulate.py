@@ -53,6 +53,8 @@ SUCCESS_THRESHOLD = 0.5
 MEMORY_FRACTION = 0.6
 #: ||Theta||_F^2 above this counts as divergence (overflow would follow)
 THETA_NORM2_LIMIT = 1e100
+#: hessian_method "auto" uses the dense eigensolver up to this md, Lanczos above
+HESSIAN_DENSE_MAX = 400
 #: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
 LOSS_GROWTH_LIMIT = 1e12
 THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
@@ -245,7 +247,7 @@ class _Progress:
         self.stream.flush()
 
 
-def _hessian(X, derivs, ridge, hard_dirs, k_eig):
+def _hessian_function():
     try:
         from .spectrum import hessian_bottom
     except ModuleNotFoundError as e:  # pragma: no cover - depends on the colleague's module
@@ -257,10 +259,17 @@ def _hessian(X, derivs, ridge, hard_dirs, k_eig):
         if hessian_bottom is None:
             raise TheorykitError("Hessian checkpoints need theorykit.spectrum.hessian_bottom (not available yet): "
                                  "use hessian_every=0") from None
-    hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method="lanczos")
-    return {"eigenvalues": np.asarray(hs.eigenvalues, dtype=float),
-            "hard_overlap2": np.asarray(hs.hard_overlap2, dtype=float),
-            "hard_weight": float(hs.hard_weight), "method": str(hs.method)}
+    return hessian_bottom
+
+
+def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
+    if method == "auto":
+        method = "dense" if X.shape[1] * derivs.F.shape[1] <= HESSIAN_DENSE_MAX else "lanczos"
+    hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method=method)
+    ev = np.asarray(hs.eigenvalues, dtype=float)
+    ov = np.zeros_like(ev) if hs.hard_overlap2 is None else np.asarray(hs.hard_overlap2, dtype=float)
+    hw = float(np.sum(ov)) if hs.hard_weight is None else float(hs.hard_weight)
+    return {"eigenvalues": ev, "hard_overlap2": ov, "hard_weight": hw, "method": str(hs.method)}
 
 
 def _check_number(name, value, cond, what):
@@ -283,6 +292,7 @@ def _check_int(name, value, lo):
 def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, d: int,
              steps: int, eta: float, ridge: float = 0.0, init: str = "random", spectral_T=None,
              constrained: bool = False, seed: int = 0, hessian_every: int = 0, hessian_k: int = 10,
+             hessian_method: str = "auto",
              n_test: Optional[int] = None, progress: bool = False) -> SimulationResult:
     """Full-batch GD of THEORY.md section 1 at finite d; see the module docstring for every convention.
 
@@ -290,7 +300,8 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
     delta > 0, d >= 1 (n = round(delta d) >= 1), steps >= 0, eta > 0, ridge >= 0.
     init: "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
     default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
-    hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never).
+    hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never), with
+    ``theorykit.spectrum.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
     n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.
     Returns a :class:`SimulationResult`.  Bad inputs raise :class:`TheorykitError` before anything is allocated.
     """
@@ -306,6 +317,8 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
     seed = _check_int("seed", seed, 0)
     hessian_every = _check_int("hessian_every", hessian_every, 0)
     hessian_k = _check_int("hessian_k", hessian_k, 1)
+    if hessian_method not in ("auto", "lanczos", "dense"):
+        raise TheorykitError(f"hessian_method must be 'auto', 'lanczos' or 'dense', got {hessian_method!r}")
     if init not in ("random", "spectral"):
         raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")
     if spectral_T is not None and init != "spectral":
@@ -321,6 +334,7 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
     if k > d:
         raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
     _check_memory(n, d, m, k, steps, n_test, init == "spectral")
+    hessian_fn = _hessian_function() if hessian_every else None
     T_fn = None
     if init == "spectral":
         T_fn = preprocessing(DEFAULT_SPECTRAL_T if spectral_T is None else spectral_T)
@@ -362,6 +376,7 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
         "spectral_T": (str(T_fn.expr) if T_fn is not None else None),
         "spectral_eigenvalues": (spectral_eigenvalues.tolist() if spectral_eigenvalues is not None else None),
         "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
+        "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
         "success_threshold": SUCCESS_THRESHOLD, "theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
         "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
@@ -402,7 +417,8 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
                 train[t], test[t] = tr, te
                 overlap[t] = _orth_overlap(theta[:k], gram, target)
                 if hessian_every and t % hessian_every == 0:
-                    h = _hessian(X, derivs, ridge, hard_dirs if kH else None, k_eig)
+                    h = _hessian(hessian_fn, X, derivs, ridge, hard_dirs if kH else None, k_eig,
+                                 hessian_method)
                     hessian.append({"t": t, **h})
                 last = t
                 if bar is not None:

@@ -1,0 +1,60 @@
+"""theorykit spectral --link L --preprocess EXPR(y, delta) --delta D [--json]"""
+import math
+
+from ..errors import TheorykitError
+from ..spectral import spectral_prediction, spectral_threshold
+
+
+def _positive(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise TheorykitError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise TheorykitError(f"expected a positive finite number, got {text!r}")
+    return v
+
+
+def add_parser(sub):
+    p = sub.add_parser("spectral", help="top eigenvalue, overlap and threshold delta_u of the spectral method "
+                                        "(1/n) sum T(y_i) x_i x_i^T")
+    p.add_argument("--link", required=True, help="single-index link: preset (phase-retrieval, ...) or expression in "
+                                                 "z and eps")
+    p.add_argument("--preprocess", required=True, metavar="EXPR",
+                   help="preprocessing T as an expression in y and delta, e.g. '(y-1)/(y+sqrt(2*delta)-1)'")
+    p.add_argument("--delta", required=True, help="sample ratio n/d")
+    p.add_argument("--delta-range", nargs=2, default=("1e-3", "1e3"), metavar=("LO", "HI"),
+                   help="range scanned for the threshold delta_u (default 1e-3 1e3)")
+    return p
+
+
+def run(args) -> dict:
+    delta = _positive(args.delta)
+    lo, hi = (_positive(v) for v in args.delta_range)
+    pred = spectral_prediction(args.link, args.preprocess, delta)
+    try:
+        thr = spectral_threshold(args.link, args.preprocess, delta_range=(lo, hi)).as_dict()
+    except TheorykitError as e:  # no outlier in the range (or already at its low end): delta_u unknown -> null
+        thr = {"delta_u": None, "error": None, "case": None, "domain_edge": False, "bracket": None,
+               "method": "scan failed", "notes": [str(e)]}
+    out = {"top_eigenvalue": pred.top_eigenvalue, "overlap2": pred.overlap2, "delta_u": thr["delta_u"],
+           "link": args.link, "preprocess": args.preprocess, "delta": delta}
+    out.update({k: v for k, v in pred.as_dict().items() if k not in ("top_eigenvalue", "overlap2", "delta")})
+    out["threshold"] = thr
+    return out
+
+
+def text(r) -> str:
+    th = r["threshold"]
+    lines = [f"spectral method: T(y) = {r['preprocess']} on link {r['link']}, delta = {r['delta']:g}",
+             f"  top eigenvalue -> {r['top_eigenvalue']:.10g}   (bulk edge {r['bulk_edge']:.10g})",
+             f"  overlap^2      -> {r['overlap2']:.10g}",
+             f"  case: {r['case']}   (lam_bar = {r['lam_bar']:.10g}, tau = {r['tau']:.10g}"
+             + (f", lam* = {r['lam_star']:.10g})" if r["lam_star"] is not None else ")"),
+             (f"  delta_u = {r['delta_u']:.10g} +/- {th['error']:.1e}   ({th['case']}"
+              + (", edge of T's admissible range" if th["domain_edge"] else "") + ")"
+              if r["delta_u"] is not None else "  delta_u: not found (see note)"),
+             f"  method: {r['method']}",
+             f"  threshold method: {th['method']}"]
+    lines += [f"  note: {n}" for n in r["notes"] + th["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,291 @@
+"""The finite-d Hessian of the empirical risk and its bottom eigenpairs (THEORY.md sections 4 and 7).
+
+For L(Theta) = (1/n) sum_i loss(y_i, f(Theta^T x_i)) + (ridge/2) ||Theta||_F^2, with Theta in R^{d x m},
+
+    H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I            (md x md),   D_i = D(r_i, y_i),  r_i = Theta^T x_i,
+    H V = (1/n) X^T [D_i (X V)_i]_i + ridge V               for V in R^{d x m}: two matmuls and one D_apply.
+
+Vector convention (stated once, here): a vector of length md is a Theta-shaped (d, m) array flattened in C order,
+i.e. entry a*m + j is Theta[a, j] (input coordinate a, hidden unit j).  ``dense_hessian`` and the flattened
+eigenvectors use this order; eigenvectors are returned reshaped to (d, m) with unit Frobenius norm.
+
+The per-sample D_i come only from :meth:`theorykit.Network.evaluate` (a :class:`theorykit.Derivatives`), through
+``derivs.D_apply`` (matvecs) and ``derivs.D`` (dense assembly): there is no second copy of the network's derivatives.
+
+Bottom eigenpairs (``hessian_bottom``, method "lanczos"): a block Krylov method (block Lanczos with full
+reorthogonalisation and thick restart by Rayleigh-Ritz; the expansion block is the residual block of the lowest
+Ritz pairs, which spans the same space as the next block-Krylov step).  Why a block method: at large n the
+matvec is memory-bound (both matmuls stream the n x d matrix X once), so applying H to a block of 16 vectors costs
+about as much as applying it to one, and the block method needs far fewer passes over X than ARPACK's single-vector
+Lanczos (``scipy.sparse.linalg.eigsh``, which="SA"), measured in benchmarks/bench_hessian.py.  Krylov methods are
+shift invariant, so no spectral shift is needed: the Rayleigh-Ritz step picks the smallest algebraic Ritz values
+directly, and convergence is tested on residuals in units of ||H|| (not of |lambda|, which makes ARPACK's
+which="SA" stall when the bottom eigenvalues are near zero).  Every returned pair is re-checked with a fresh product.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TheorykitError
+from .symbolic.network import Derivatives
+
+__all__ = ["HessianSpectrum", "hessian_matvec", "dense_hessian", "hessian_bottom", "DENSE_MAX"]
+
+#: the largest md that ``dense_hessian`` accepts (an md x md float64 matrix: 288 MB at md = 6000).
+DENSE_MAX = 6000
+
+
+@dataclass(frozen=True)
+class HessianSpectrum:
+    """Bottom k eigenpairs of the Hessian.
+
+    eigenvalues (k,) ascending; eigenvectors (k, d, m), unit Frobenius norm, Theta-shaped;
+    hard_overlap2 (k,) = ||hard_dirs^T V_j||_F^2 (zeros without hard_dirs); hard_weight = their sum;
+    method "lanczos" or "dense"; matvecs = number of Hessian-vector products (a block of b vectors counts b);
+    residuals (k,) = ||H v_j - lambda_j v_j|| from a fresh product (zeros for "dense").
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    hard_overlap2: np.ndarray
+    hard_weight: float
+    method: str
+    matvecs: int
+    residuals: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------- validation
+def _check(X, derivs, ridge) -> tuple[np.ndarray, int, int, int, float]:
+    if not isinstance(derivs, Derivatives):
+        raise TheorykitError(f"derivs must be a theorykit.Derivatives (from Network.evaluate), got {type(derivs).__name__}")
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise TheorykitError(f"X must be a 2-d array (n, d), got shape {X.shape}")
+    n, d = X.shape
+    F = np.asarray(derivs.F)
+    if F.ndim != 2 or F.shape[0] != n:
+        raise TheorykitError(f"derivs were evaluated at {F.shape[0] if F.ndim else '?'} samples but X has n = {n} rows")
+    m = F.shape[1]
+    try:
+        ridge = float(ridge)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"ridge must be a real number, got {ridge!r}") from None
+    if not np.isfinite(ridge):
+        raise TheorykitError(f"ridge must be finite, got {ridge}")
+    return X, n, d, m, ridge
+
+
+def _apply_block(X: np.ndarray, derivs: Derivatives, Q: np.ndarray, ridge: float) -> np.ndarray:
+    """H Q for Q of shape (md, b) (columns are C-order flattened (d, m) arrays)."""
+    n, d = X.shape
+    md, b = Q.shape
+    m = md // d
+    R = (X @ Q.reshape(d, m * b)).reshape(n, m, b)
+    out = np.empty_like(R)
+    for c in range(b):  # D_apply is O(n m): the loop is negligible next to the two matmuls
+        out[:, :, c] = derivs.D_apply(R[:, :, c])
+    HQ = (X.T @ out.reshape(n, m * b)).reshape(md, b)
+    HQ /= n
+    if ridge:
+        HQ += ridge * Q
+    return HQ
+
+
+# ---------------------------------------------------------------------------------------------- public API
+def hessian_matvec(X, derivs: Derivatives, V, ridge: float = 0.0) -> np.ndarray:
+    """H V = (1/n) X^T [D_i (X V)_i] + ridge V for V of shape (d, m) (or its C-order flattening); returns (d, m).
+
+    X (n, d) are the inputs, derivs = Network.evaluate(X @ Theta, y).  Cost O(n d m).
+    """
+    X, n, d, m, ridge = _check(X, derivs, ridge)
+    V = np.asarray(V, dtype=float)
+    if V.shape not in ((d, m), (d * m,)):
+        raise TheorykitError(f"V must have shape (d, m) = ({d}, {m}) or ({d * m},), got {V.shape}")
+    V = V.reshape(d, m)
+    out = X.T @ derivs.D_apply(X @ V)
+    out /= n
+    if ridge:
+        out += ridge * V
+    return out
+
+
+def dense_hessian(X, derivs: Derivatives, ridge: float = 0.0) -> np.ndarray:
+    """The md x md Hessian (C-order (d, m) index a*m + j), for small-md cross-checks (refuses md > 6000).
+
+    Built from the m(m+1)/2 symmetric blocks B_jk = (1/n) X^T diag(D_jk) X, each by two rank-updates (dsyrk) on the
+    samples with positive and negative weight: n d^2 flops per block.
+    """
+    X, n, d, m, ridge = _check(X, derivs, ridge)
+    md = d * m
+    if md > DENSE_MAX:
+        raise TheorykitError(f"dense_hessian: md = {md} > {DENSE_MAX} (use hessian_matvec / hessian_bottom)")
+    from scipy.linalg.blas import dsyrk
+
+    D = derivs.D  # (n, m, m)
+    H = np.zeros((d, m, d, m))
+    Xf = np.asfortranarray(X)
+    for j in range(m):
+        for k in range(j, m):
+            w = D[:, j, k] / n
+            B = np.zeros((d, d), order="F")
+            for sel, sgn in ((w > 0, 1.0), (w < 0, -1.0)):
+                if np.any(sel):
+                    A = np.asfortranarray(Xf[sel] * np.sqrt(np.abs(w[sel]))[:, None])
+                    B = dsyrk(sgn, A, beta=1.0, c=B, trans=1, lower=0, overwrite_c=1)
+            B = np.triu(B)
+            B += np.triu(B, 1).T
+            H[:, j, :, k] = B
+            if k != j:
+                H[:, k, :, j] = B
+    H = H.reshape(md, md)
+    if ridge:
+        H[np.diag_indices(md)] += ridge
+    return H
+
+
+def _hard_overlap2(vecs: np.ndarray, hard_dirs, d: int) -> np.ndarray:
+    """||E^T V_j||_F^2 for unit (k, d, m) eigenvectors; E (d, kH) with orthonormal columns."""
+    k = vecs.shape[0]
+    if hard_dirs is None:
+        return np.zeros(k)
+    E = np.asarray(hard_dirs, dtype=float)
+    if E.ndim == 1:
+        E = E[:, None]
+    if E.ndim != 2 or E.shape[0] != d or E.shape[1] < 1:
+        raise TheorykitError(f"hard_dirs must have shape (d,) or (d, k_H) with d = {d}, got {np.shape(hard_dirs)}")
+    if not np.all(np.isfinite(E)) or not np.allclose(E.T @ E, np.eye(E.shape[1]), atol=1e-8):
+        raise TheorykitError("hard_dirs must have orthonormal columns (e.g. the hard columns of Theta*)")
+    P = np.einsum("ah,kam->khm", E, vecs)
+    return np.einsum("khm,khm->k", P, P)
+
+
+def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) -> np.ndarray:
+    """Columns of W made orthonormal and orthogonal to span(Q) (two Gram-Schmidt passes), dropping dependent ones."""
+    norms0 = np.linalg.norm(W, axis=0)
+    keep = norms0 > 0
+    W = W[:, keep] / norms0[keep]
+    for _ in range(2):
+        if Q.shape[1]:
+            W = W - Q @ (Q.T @ W)
+        if W.shape[1] == 0:
+            return W
+        # rank-revealing step: eigen-decompose the Gram matrix, keep well-conditioned directions
+        G = W.T @ W
+        s, U = np.linalg.eigh((G + G.T) / 2)
+        good = s > drop ** 2 * max(1.0, s.max())
+        W = W @ (U[:, good] / np.sqrt(s[good]))
+    return W
+
+
+def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int, max_matvecs: int, rng):
+    """Bottom k eigenpairs of a symmetric operator given by apply((md, b)) -> (md, b)."""
+    b = min(block, md)
+    max_dim = min(max(max_dim, 2 * b + k), md)
+    Q = _orthonormalise_against(rng.standard_normal((md, b)), np.zeros((md, 0)))
+    AQ = apply(Q)
+    matvecs = Q.shape[1]
+    scale = 0.0
+    while True:
+        T = Q.T @ AQ
+        theta, S = np.linalg.eigh((T + T.T) / 2)
+        scale = max(scale, float(np.abs(theta).max()), np.finfo(float).tiny)
+        p = min(b, len(theta))
+        Y = Q @ S[:, :p]
+        AY = AQ @ S[:, :p]
+        R = AY - Y * theta[:p]
+        rn = np.linalg.norm(R, axis=0)
+        done = rn <= tol * scale
+        full = Q.shape[1] >= md
+        if np.all(done[:k]) or full:
+            # re-check the wanted pairs with a fresh product (guards against drift in the stored AQ)
+            Yk = Y[:, :k]
+            AYk = apply(Yk)
+            matvecs += k
+            lam = np.einsum("ij,ij->j", Yk, AYk)
+            res = np.linalg.norm(AYk - Yk * lam, axis=0)
+            if np.all(res <= max(tol, 1e-13) * scale * 10) or full:
+                order = np.argsort(lam)
+                return lam[order], Yk[:, order], res[order], matvecs
+            # drifted: restart from the current Ritz vectors with exact products
+            Q = _orthonormalise_against(Y, np.zeros((md, 0)))
+            AQ = apply(Q)
+            matvecs += Q.shape[1]
+            continue
+        if matvecs >= max_matvecs:
+            raise TheorykitError(f"hessian_bottom: Lanczos did not converge in {matvecs} matvecs "
+                                 f"(worst residual {rn[:k].max():.2e}, tolerance {tol * scale:.2e}); "
+                                 "raise max_matvecs or tol, or use method='dense'")
+        W = R[:, ~done]
+        if Q.shape[1] + W.shape[1] > max_dim:  # thick restart: keep the lowest Ritz vectors
+            keep = min(max(2 * b, k + b), Q.shape[1], max_dim - W.shape[1])
+            Q = Q @ S[:, :keep]
+            AQ = AQ @ S[:, :keep]
+        W = _orthonormalise_against(W, Q)
+        if W.shape[1] > md - Q.shape[1]:
+            W = W[:, : md - Q.shape[1]]
+        if W.shape[1] == 0:  # invariant subspace found: fill with random directions
+            W = _orthonormalise_against(rng.standard_normal((md, min(b, md - Q.shape[1]))), Q)
+            if W.shape[1] == 0:
+                full = True
+                Q = _orthonormalise_against(Q, np.zeros((md, 0)))
+                AQ = apply(Q)
+                matvecs += Q.shape[1]
+                continue
+        AW = apply(W)
+        matvecs += W.shape[1]
+        Q = np.hstack([Q, W])
+        AQ = np.hstack([AQ, AW])
+
+
+def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard_dirs=None, method: str = "lanczos",
+                   tol: float = 1e-10, *, block_size: int | None = None, max_matvecs: int | None = None,
+                   seed: int = 0) -> HessianSpectrum:
+    """The k smallest (algebraic) eigenpairs of H, with their overlap with the hard directions.
+
+    method "lanczos": block Lanczos on matrix-free products (module docstring), converged when every wanted
+    residual ||H v - lambda v|| <= tol * ||H|| (||H|| estimated by the largest Ritz value seen; eigenvalue errors
+    are then below tol*||H||, and in practice ~ residual^2 / gap).  method "dense": scipy eigh of dense_hessian
+    (md <= 6000).  hard_dirs: (d,) or (d, k_H) with orthonormal columns E; hard_overlap2_j = ||E^T V_j||_F^2.
+    block_size (default k + max(6, k // 2)), max_matvecs (default max(5000, 50 md)) and seed (start block) tune
+    the Lanczos run.
+    """
+    X, n, d, m, ridge = _check(X, derivs, ridge)
+    md = d * m
+    if not isinstance(k, (int, np.integer)) or k < 1 or k > md:
+        raise TheorykitError(f"k must be an integer in 1..md = {md}, got {k!r}")
+    k = int(k)
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"tol must be a positive number, got {tol!r}") from None
+    if not (tol > 0 and np.isfinite(tol)):
+        raise TheorykitError(f"tol must be a positive number, got {tol!r}")
+    if hard_dirs is not None:  # validate before the expensive part
+        _hard_overlap2(np.zeros((1, d, m)), hard_dirs, d)
+    if method == "dense":
+        from scipy.linalg import eigh
+
+        H = dense_hessian(X, derivs, ridge)
+        lam, vec = eigh(H, subset_by_index=[0, k - 1])
+        res = np.zeros(k)
+        matvecs = 0
+    elif method == "lanczos":
+        b = int(block_size) if block_size is not None else k + max(6, k // 2)
+        if b < 1:
+            raise TheorykitError(f"block_size must be >= 1, got {block_size!r}")
+        mmax = int(max_matvecs) if max_matvecs is not None else max(5000, 50 * md)
+        rng = np.random.default_rng(seed)
+        lam, vec, res, matvecs = _block_lanczos(lambda Q: _apply_block(X, derivs, Q, ridge), md, k, tol, b,
+                                                max_dim=8 * b, max_matvecs=mmax, rng=rng)
+    else:
+        raise TheorykitError(f"method must be 'lanczos' or 'dense', got {method!r}")
+    if not np.all(np.isfinite(lam)):
+        raise TheorykitError("hessian_bottom: non-finite eigenvalues (are the derivatives finite?)")
+    vecs = np.ascontiguousarray(vec.T).reshape(k, d, m)
+    vecs /= np.linalg.norm(vecs.reshape(k, -1), axis=1)[:, None, None]
+    ov = _hard_overlap2(vecs, hard_dirs, d)
+    return HessianSpectrum(eigenvalues=np.asarray(lam, dtype=float), eigenvectors=vecs, hard_overlap2=ov,
+                           hard_weight=float(ov.sum()), method=method, matvecs=int(matvecs),
+                           residuals=np.asarray(res, dtype=float))
