@@ -51,6 +51,9 @@ def test_os_system_never_runs(tmp_path):
     (tk.loss, "y**2", "does not depend on yhat"),
     (tk.loss, "(y - x)**2", "unknown symbol 'x'"),
     (tk.activation, "x**100", "too large"),
+    (tk.activation, "log(x)", "not real and finite at x=-5"),
+    (tk.activation, "1/x", "not real and finite at x=0"),
+    (tk.link, "sqrt(z)", "not real and finite"),
 ])
 def test_clear_errors(maker, text, needle):
     with pytest.raises(TheorykitError) as e:

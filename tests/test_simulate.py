@@ -186,3 +186,14 @@ def test_cli_text_progress_and_errors(capsys):
                "--steps", "3", "--eta", "0.5", "--json"])
     cap = capsys.readouterr()
     assert rc == 2 and cap.err.count("\n") == 1 and "delta" in cap.err
+
+
+def test_hessian_lanczos_agrees_with_dense():
+    pytest.importorskip("theorykit.spectrum")
+    kw = dict(delta=4, d=50, steps=2, eta=0.5, hessian_every=2, hessian_k=5, n_test=20, seed=1)
+    dense = simulate("gelu", "phase-retrieval", "square", 2, hessian_method="dense", **kw)
+    lanc = simulate("gelu", "phase-retrieval", "square", 2, hessian_method="lanczos", **kw)
+    for hd, hl in zip(dense.hessian, lanc.hessian):
+        assert hl["method"] == "lanczos" and hd["method"] == "dense" and len(hl["eigenvalues"]) == 5
+        assert np.allclose(hd["eigenvalues"], hl["eigenvalues"], atol=1e-8)
+        assert hd["hard_weight"] == pytest.approx(hl["hard_weight"], abs=1e-6)

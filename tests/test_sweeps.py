@@ -30,9 +30,9 @@ def test_parallel_equals_serial_and_csv_roundtrip(tmp_path):
 def test_failed_and_diverged_runs_are_recorded(tmp_path, capsys):
     df = sweep([2.0], [0, 1], processes=1, progress=False, **{**BASE, "eta": 50.0})
     assert len(df) == 2 and set(df.status) == {"diverged"}
-    # a run that raises (here: a link that is not finite at some samples) is a row with status failed
+    # a run that raises (here: a link that is not finite at some z) is a row with status failed
     df = sweep([2.0], [0], processes=1, progress=False, **{**BASE, "link": "log(z)"})
-    assert len(df) == 1 and df.status[0] == "failed" and "not finite" in df.error[0]
+    assert len(df) == 1 and df.status[0] == "failed" and "not real and finite" in df.error[0]
     assert "1 of 1 runs failed" in capsys.readouterr().err
 
 

@@ -214,10 +214,29 @@ def activation(spec) -> Activation:
     return _check_activation(Activation(str(spec).strip(), expr))
 
 
+_GRID = np.linspace(-5.0, 5.0, 201)
+
+
+def _check_finite(what: str, name: str, expr: sp.Expr, args: list) -> None:
+    """Refuse an expression that is not real and finite on a grid of [-5, 5] in every argument."""
+    f = lambdify_safe(args, expr, what)
+    cols = [_GRID if i == 0 else np.resize(_GRID[::7], _GRID.shape) for i in range(len(args))]
+    try:
+        vals = f(*cols)
+    except (TypeError, ValueError, ZeroDivisionError) as e:
+        raise TheorykitError(f"{what} {name!r} cannot be evaluated numerically ({type(e).__name__})") from None
+    bad = ~np.isfinite(vals)
+    if bad.any():
+        i = int(np.argmax(bad))
+        at = ", ".join(f"{a}={c[i]:g}" for a, c in zip(args, cols))
+        raise TheorykitError(f"{what} {name!r} is not real and finite at {at}")
+
+
 def _check_activation(a: Activation) -> Activation:
     extra = a.expr.free_symbols - {cv.X}
     if extra:
         raise TheorykitError(f"activation {a.name!r} must depend on x only (found {sorted(map(str, extra))})")
+    _check_finite("activation", a.name, a.expr, [cv.X])
     return a
 
 
@@ -274,7 +293,9 @@ def _make_link(name: str, expr: sp.Expr) -> Link:
         latent = tuple(cv.z_symbol(i) for i in range(1, k + 1))
     else:
         k, latent = 1, (cv.Z,)
-    return Link(name, expr, k, latent)
+    lk = Link(name, expr, k, latent)
+    _check_finite("link", name, expr, list(latent) + [cv.EPS])
+    return lk
 
 
 DELTA = sp.Symbol("delta", positive=True)
