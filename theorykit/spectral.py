@@ -557,9 +557,9 @@ def top_eigenpairs(X, y, T, delta=None, k: int = 1, tol: float = 1e-10, seed: in
     return vals[order], vecs[:, order]
 
 
-def finite_d_top(link, T, delta, d: int, seed: int = 0):
+def finite_d_top(link, T, delta, d: int, seed: int = 0, tol: float = 1e-7):
     """Finite-d check: x ~ N(0, I_d), n = round(delta d), latent z = x[:, 0].  Returns (top eigenvalue, overlap^2
-    of the top eigenvector with e_1)."""
+    of the top eigenvector with e_1); eigsh tolerance ``tol`` (the eigenvalue error is ~ tol^2 relative)."""
     L = _single_index(link)
     delta = _check_delta(delta)
     n = int(round(delta * d))
@@ -567,5 +567,5 @@ def finite_d_top(link, T, delta, d: int, seed: int = 0):
     X = rng.standard_normal((n, d))
     eps = rng.standard_normal(n) if L.noisy else None
     y = L.response(X[:, :1], eps)
-    vals, vecs = top_eigenpairs(X, y, T, delta, k=1, seed=seed)
+    vals, vecs = top_eigenpairs(X, y, T, delta, k=1, tol=tol, seed=seed)
     return float(vals[0]), float(vecs[0, 0] ** 2)

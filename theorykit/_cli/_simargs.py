@@ -18,6 +18,8 @@ def add_simulation_arguments(p, with_delta: bool = True):
     p.add_argument("--constrained", action="store_true", help="project Theta off the hard subspace every step")
     p.add_argument("--hessian-every", type=int, default=0, dest="hessian_every",
                    help="bottom-10 Hessian eigenpairs every K steps (0: never)")
+    p.add_argument("--hessian-method", choices=["auto", "lanczos", "dense"], default="auto", dest="hessian_method",
+                   help="Hessian eigensolver (auto: dense for m*d <= 400, else Lanczos)")
     p.add_argument("--ridge", type=float, default=0.0, help="ridge lambda: adds (lambda/2)||Theta||_F^2")
     p.add_argument("--n-test", type=int, default=None, dest="n_test", help="test-set size (default max(2000, n))")
     return p
@@ -28,4 +30,4 @@ def simulation_kwargs(args) -> dict:
     return dict(activation=args.activation, link=args.link, loss=args.loss, width=args.width, a=args.a, b=args.b,
                 d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
                 spectral_T=args.spectral_T, constrained=args.constrained, hessian_every=args.hessian_every,
-                n_test=args.n_test)
+                hessian_method=args.hessian_method, n_test=args.n_test)

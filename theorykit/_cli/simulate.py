@@ -1,32 +1,17 @@
 """theorykit simulate --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D --d DIM --steps T
 --eta ETA [--init random|spectral] [--spectral-T EXPR] [--constrained] [--seed S] [--hessian-every K] [--ridge R]
-[--n-test N] [--progress] [--json]
+[--hessian-method auto|lanczos|dense] [--n-test N] [--progress] [--json]
 
 JSON keys: status, t, M, gram, train_loss, test_loss, success, escape_time, hessian, settings (+ diverged_at).
 """
 import sys
 
-from .derive import add_network_arguments
+from ._simargs import add_simulation_arguments, simulation_kwargs
 
 
 def add_parser(sub):
     p = sub.add_parser("simulate", help="finite-d full-batch gradient descent (the referee for the theory)")
-    add_network_arguments(p, loss_required=False)  # default: square loss
-    p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk) and eps")
-    p.add_argument("--delta", type=float, required=True, help="sample ratio n/d")
-    p.add_argument("--d", type=int, required=True, help="input dimension")
-    p.add_argument("--steps", type=int, required=True, help="number of GD steps T (records t = 0..T)")
-    p.add_argument("--eta", type=float, required=True, help="learning rate")
-    p.add_argument("--init", choices=["random", "spectral"], default="random",
-                   help="random theta_j ~ N(0, I/d) (default) or spectral (top eigenvectors of (1/n) sum T(y) x x^T)")
-    p.add_argument("--spectral-T", default=None, dest="spectral_T",
-                   help="preprocessing T(y, delta) for --init spectral (default (y-1)/(y+sqrt(2*delta)-1))")
-    p.add_argument("--constrained", action="store_true", help="project Theta off the hard subspace every step")
-    p.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng (default 0)")
-    p.add_argument("--hessian-every", type=int, default=0, dest="hessian_every",
-                   help="bottom-10 Hessian eigenpairs every K steps (0: never)")
-    p.add_argument("--ridge", type=float, default=0.0, help="ridge lambda: adds (lambda/2)||Theta||_F^2")
-    p.add_argument("--n-test", type=int, default=None, dest="n_test", help="test-set size (default max(2000, n))")
+    add_simulation_arguments(p)
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
 
@@ -35,10 +20,7 @@ def run(args) -> dict:
     from ..simulate import simulate
 
     progress = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
-    res = simulate(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
-                   d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
-                   spectral_T=args.spectral_T, constrained=args.constrained, seed=args.seed,
-                   hessian_every=args.hessian_every, n_test=args.n_test, progress=progress)
+    res = simulate(delta=args.delta, seed=args.seed, progress=progress, **simulation_kwargs(args))
     return res.as_dict()
 
 

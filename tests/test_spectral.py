@@ -1,0 +1,178 @@
+"""Classic spectral methods (THEORY.md section 6): theory vs closed forms and vs finite-d matrices."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import theorykit
+from theorykit import spectral as S
+from theorykit.errors import TheorykitError
+
+PR = "phase-retrieval"
+OPTIMAL = "(y-1)/(y+sqrt(2*delta)-1)"   # optimal for y = z^2, delta_u = 1/2
+BOUNDARY_T = "(y-1)/(y+2)"             # Z/(1 - Z) = (y - 1)/3: E[Z^2/(1-Z)^2] = 2/9 < 1/delta for delta < 4.5
+INTERIOR_T = "1-exp(-(y-1))"           # sup 1 approached as y -> inf, E[Z^2/(1-Z)^2] = inf: always interior
+
+
+def _finite_d(T, delta, seeds, d=2000):
+    r = np.array([S.finite_d_top(PR, T, delta, d, seed=s) for s in seeds])
+    return r[:, 0].mean(), r[:, 1].mean()
+
+
+# ------------------------------------------------------------------------------------------ thresholds
+def test_optimal_threshold_is_one_half_and_matches_delta_alg():
+    th = S.spectral_threshold(PR, OPTIMAL)
+    assert abs(th.delta_u - 0.5) < 1e-6
+    assert th.error < 1e-6
+    # below 1/2 this T has a pole at y = 1 - sqrt(2 delta) > 0 (inadmissible): the threshold is the edge of its range
+    assert th.domain_edge and th.bracket[0] < 0.5 + 1e-9 <= th.bracket[1] + 1e-9
+    delta_alg = theorykit.analyse_link(PR).delta_alg.value
+    assert abs(th.delta_u - delta_alg) < 1e-6
+
+
+def test_optimal_margin_closed_form():
+    # for T* the edge is lam_bar = tau = 1 and the margin delta E[Z (G^2-1)/(1-Z)] - 1 equals sqrt(2 delta) - 1
+    for delta in (0.75, 2.0, 5.0):
+        p = S.spectral_prediction(PR, OPTIMAL, delta)
+        assert p.has_outlier and abs(p.lam_bar - 1) < 1e-9
+        assert abs(p.margin - (math.sqrt(2 * delta) - 1)) < 1e-8
+        assert abs(p.bulk_edge - 1 / delta) < 1e-8  # psi(1) = 1/delta + E[Z/(1-Z)] = 1/delta + E[y - 1]/(1+c)
+
+
+def test_boundary_threshold_by_brentq():
+    # boundary case: margin = delta E[(y-1)^2]/3 - 1 = 2 delta/3 - 1, so delta_u = 3/2 exactly
+    th = S.spectral_threshold(PR, BOUNDARY_T)
+    assert not th.domain_edge and th.case == "boundary"
+    assert abs(th.delta_u - 1.5) < 1e-8
+    a, b = th.bracket
+    ma, mb = th.margins
+    assert a < th.delta_u < b and ma <= 0 < mb
+
+
+# ------------------------------------------------------------------------------------ finite-d agreement
+def test_top_eigenpair_matches_finite_d_at_delta_2():
+    """x ~ N(0, I_2000), n = 4000, z = x[:, 0]; top eigenpair of M_n by eigsh, three seeds."""
+    p = S.spectral_prediction(PR, OPTIMAL, 2.0)
+    assert p.has_outlier and p.top_eigenvalue > 1.15 * p.bulk_edge  # well separated (0.605 vs 0.5)
+    lam, ov = _finite_d(OPTIMAL, 2.0, seeds=(0, 1, 2))
+    assert abs(lam / p.top_eigenvalue - 1) < 0.03
+    assert abs(ov - p.overlap2) < 0.05
+
+
+def test_boundary_case_example():
+    delta = 3.0
+    p = S.spectral_prediction(PR, BOUNDARY_T, delta)
+    assert p.case == "boundary" and p.lam_bar == p.tau and abs(p.tau - 1) < 1e-9
+    law = S.spectral_law(PR, BOUNDARY_T, delta)
+    assert law.dpsi(law.tau, delta) > 0.1          # psi'(tau) = 1/3 - 2/9 > 0: minimum at the boundary
+    assert abs(p.bulk_edge - 1 / delta) < 1e-8      # psi(1) = 1/delta + E[y - 1]/3
+    assert abs(p.margin - (2 * delta / 3 - 1)) < 1e-8
+    lam, ov = _finite_d(BOUNDARY_T, delta, seeds=(0, 1))
+    assert abs(lam / p.top_eigenvalue - 1) < 0.03
+    assert abs(ov - p.overlap2) < 0.05
+
+
+def test_interior_case_example():
+    delta = 2.0
+    p = S.spectral_prediction(PR, INTERIOR_T, delta)
+    assert p.case == "interior" and p.lam_bar > p.tau + 0.1
+    law = S.spectral_law(PR, INTERIOR_T, delta)
+    assert abs(law.dpsi(p.lam_bar, delta)) < 1e-9  # E[Z^2/(lam_bar - Z)^2] = 1/delta
+    assert p.top_eigenvalue > 1.15 * p.bulk_edge
+    lam, ov = _finite_d(INTERIOR_T, delta, seeds=(0, 1))
+    assert abs(lam / p.top_eigenvalue - 1) < 0.03
+    assert abs(ov - p.overlap2) < 0.05
+
+
+def test_no_outlier_example():
+    p = S.spectral_prediction(PR, "y*exp(-y/2)", 2.0)   # sup 2/e attained at y = 2: interior edge, no outlier
+    assert p.case == "no outlier" and p.edge_case == "interior" and p.overlap2 == 0
+    assert p.top_eigenvalue == p.bulk_edge
+    lam, ov = _finite_d("y*exp(-y/2)", 2.0, seeds=(0, 1))
+    assert abs(lam / p.top_eigenvalue - 1) < 0.03 and ov < 0.05
+
+
+def test_interior_case_with_finite_psi_prime_at_tau():
+    # (y-1)/(y+1) at delta = 4: E[Z^2/(1-Z)^2] = E[(y-1)^2]/4 = 1/2 > 1/4 is finite, so psi'(tau) < 0 is finite
+    law = S.spectral_law(PR, "(y-1)/(y+1)", 4.0)
+    assert math.isfinite(law.dpsi(law.tau, 4.0)) and abs(law.dpsi(law.tau, 4.0) + 0.25) < 1e-8
+    p = S.outlier(law, 4.0)
+    assert p.case == "interior" and p.lam_bar > 1.1 and abs(law.dpsi(p.lam_bar, 4.0)) < 1e-9
+
+
+def test_atom_at_tau_gives_interior_case():
+    # clipping puts an atom at tau = 2 (P(y >= 3) > 0): psi -> inf at tau+, so the minimum is interior
+    p = S.spectral_prediction(PR, "min(y,3)-1", 2.0)
+    assert abs(p.tau - 2) < 1e-12 and p.edge_case == "interior" and p.lam_bar > 2.5
+
+
+# ----------------------------------------------------------------------------------- the generic core
+def test_core_on_an_empirical_law_and_hessian_mapping():
+    """The core only sees (w, Z, V): an empirical law of 2e5 samples reproduces the quadrature result, and the
+    Hessian form (Z = -D) gives the negated eigenvalue."""
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal(200_000)
+    y = z ** 2
+    T = theorykit.preprocessing(BOUNDARY_T)
+    Z = T(y, 3.0)
+    w = np.full(len(z), 1 / len(z))
+    emp = S.outlier(S.SpectralLaw.from_arrays(w, Z, z ** 2, tau=1.0), 3.0)
+    quad = S.spectral_prediction(PR, BOUNDARY_T, 3.0)
+    assert abs(emp.top_eigenvalue - quad.top_eigenvalue) < 0.01
+    assert abs(emp.overlap2 - quad.overlap2) < 0.02
+    hess = S.outlier(S.hessian_law(w, -Z, z ** 2), 3.0)  # D = -Z: bottom of H = -(top of M_n)
+    plain = S.outlier(S.SpectralLaw.from_arrays(w, Z, z ** 2), 3.0)
+    assert hess.top_eigenvalue == pytest.approx(plain.top_eigenvalue, rel=1e-12)
+
+
+def test_data_matrix_and_eigsh_agree():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 100))
+    y = X[:, 0] ** 2
+    M = S.data_matrix(X, y, OPTIMAL, 3.0)
+    vals, vecs = S.top_eigenpairs(X, y, OPTIMAL, 3.0, k=2)
+    ev = np.linalg.eigvalsh(M)
+    assert np.allclose(vals, ev[::-1][:2], rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def test_pole_is_a_one_line_error():
+    with pytest.raises(TheorykitError) as e:
+        S.spectral_prediction(PR, "(y-1)/(y+sqrt(delta)-1)", 0.5)
+    assert "pole" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("T, word", [("y", "unbounded"), ("-1-y", "<= 0")])
+def test_inadmissible_T(T, word):
+    with pytest.raises(TheorykitError, match=word):
+        S.spectral_prediction(PR, T, 2.0)
+
+
+def test_multi_index_refused():
+    with pytest.raises(TheorykitError, match="single-index"):
+        S.spectral_law("product", "y", 2.0)
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+def test_cli_json(capsys, monkeypatch):
+    from theorykit import cli
+
+    monkeypatch.setattr(cli, "COMMANDS", ["spectral"])  # isolate from other commands' modules
+    rc = cli.main(["spectral", "--link", PR, "--preprocess", OPTIMAL, "--delta", "2", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("top_eigenvalue", "overlap2", "delta_u"):
+        assert isinstance(out[key], float)
+    assert abs(out["delta_u"] - 0.5) < 1e-6
+    assert abs(out["top_eigenvalue"] - 0.6047760080) < 1e-8
+    assert out["case"] == "boundary" and "method" in out
+
+
+def test_cli_bad_input(capsys, monkeypatch):
+    from theorykit import cli
+
+    monkeypatch.setattr(cli, "COMMANDS", ["spectral"])
+    rc = cli.main(["spectral", "--link", PR, "--preprocess", "(y-1)/(y+sqrt(delta)-1)", "--delta", "0.5", "--json"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "pole" in err and err.count("\n") == 1
