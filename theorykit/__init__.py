@@ -7,6 +7,9 @@ Public API (everything else is implementation):
     hermite_coefficients              mu_k = E[sigma(G) He_k(G)] with the tier that produced each
     gaussian_expectation, expectation Gaussian expectations (closed form -> quadrature -> Monte Carlo)
     analyse_link                      exponents, easy/hard subspaces, delta_alg
+    simulate, sweep, summarise        finite-d full-batch GD (the referee) and success-probability scans
+    spectral_prediction/_threshold    classic spectral methods (top eigenvalue, overlap, delta_u)
+    hessian_bottom, hessian_matvec    bottom Hessian eigenpairs by Lanczos on a matrix-free product
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
 from .errors import TheorykitError, ParseError, DivergenceError
@@ -16,8 +19,15 @@ from .symbolic.hermite import hermite_coefficients, gaussian_expectation, Hermit
 from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
 
+from .simulate import simulate, SimulationResult
+from .sweeps import sweep, summarise
+from .spectral import spectral_prediction, spectral_threshold, SpectralLaw
+from .spectrum import hessian_bottom, hessian_matvec, HessianSpectrum
+
 __version__ = "0.1.0"
 
 __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Link", "Loss", "Preprocessing", "preprocessing", "activation", "link",
            "loss", "Network", "Derivatives", "hermite_coefficients", "gaussian_expectation", "HermiteExpansion",
-           "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg"]
+           "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg", "simulate",
+           "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
+           "hessian_bottom", "hessian_matvec", "HessianSpectrum"]

@@ -44,6 +44,21 @@ def _clean(obj):
     return obj
 
 
+class _Broken:
+    """Stands in for a command module that failed to import: the command reports why, the others still work."""
+
+    def __init__(self, name, exc):
+        self.name, self.exc = name, exc
+
+    def add_parser(self, sub):
+        p = sub.add_parser(self.name, help=f"(unavailable: {type(self.exc).__name__})")
+        p.add_argument("rest", nargs="*")
+        return p
+
+    def run(self, args):
+        raise TheorykitError(f"command '{self.name}' is unavailable: {type(self.exc).__name__}: {self.exc}")
+
+
 def build_parser():
     p = _Parser(prog="theorykit", description="Theory of feature learning in two-layer networks.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -54,7 +69,9 @@ def build_parser():
         except ModuleNotFoundError as e:
             if e.name == f"theorykit._cli.{name}":
                 continue  # command not built yet
-            raise
+            mod = _Broken(name, e)
+        except Exception as e:  # one broken command must not take the others down
+            mod = _Broken(name, e)
         sp_ = mod.add_parser(sub)
         sp_.add_argument("--json", action="store_true", help="machine-readable output")
         sp_.set_defaults(_module=mod)

@@ -179,64 +179,89 @@ def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) ->
     return W
 
 
+def _ritz_converged(theta: np.ndarray, rn: np.ndarray, tol: float, scale: float, slack: float = 1.0) -> np.ndarray:
+    """Residual test for Ritz pairs: ||r|| <= sqrt(tol) ||H|| and the eigenvalue error bound
+    min(||r||, ||r||^2 / gap) <= tol ||H|| (gap = distance to the nearest other Ritz value: Kato-Temple)."""
+    th = np.asarray(theta)
+    p = len(rn)
+    if len(th) > 1:
+        dist = np.abs(th[:p, None] - th[None, :])
+        dist[np.arange(p), np.arange(p)] = np.inf
+        gap = dist.min(axis=1)
+    else:
+        gap = np.full(p, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = np.where(gap > 0, np.minimum(rn, rn ** 2 / np.where(gap > 0, gap, 1.0)), rn)
+    return (rn <= slack * np.sqrt(tol) * scale) & (err <= slack * tol * scale)
+
+
 def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int, max_matvecs: int, rng):
-    """Bottom k eigenpairs of a symmetric operator given by apply((md, b)) -> (md, b)."""
+    """Bottom k eigenpairs of a symmetric operator given by apply((md, b)) -> (md, b).
+
+    Block Krylov space with full reorthogonalisation; each step adds (at most b) residuals of the lowest
+    unconverged Ritz pairs; when the basis would exceed max_dim, thick restart onto the lowest Ritz vectors.
+    T = Q^T H Q is kept up to date incrementally (one small product per step).
+    """
     b = min(block, md)
-    max_dim = min(max(max_dim, 2 * b + k), md)
-    Q = _orthonormalise_against(rng.standard_normal((md, b)), np.zeros((md, 0)))
-    AQ = apply(Q)
-    matvecs = Q.shape[1]
-    scale = 0.0
+    max_dim = min(max(max_dim, 3 * b + k), md)
+    Q = np.empty((md, max_dim))
+    AQ = np.empty((md, max_dim))
+    T = np.zeros((max_dim, max_dim))
+    state = {"cur": 0, "matvecs": 0}
+
+    def add(W):
+        cur, c = state["cur"], W.shape[1]
+        AW = apply(np.ascontiguousarray(W))
+        state["matvecs"] += c
+        Q[:, cur:cur + c] = W
+        AQ[:, cur:cur + c] = AW
+        T[:cur + c, cur:cur + c] = Q[:, :cur + c].T @ AW
+        T[cur:cur + c, :cur] = T[:cur, cur:cur + c].T
+        state["cur"] = cur + c
+
+    add(_orthonormalise_against(rng.standard_normal((md, b)), Q[:, :0]))
+    scale = np.finfo(float).tiny
     while True:
-        T = Q.T @ AQ
-        theta, S = np.linalg.eigh((T + T.T) / 2)
-        scale = max(scale, float(np.abs(theta).max()), np.finfo(float).tiny)
-        p = min(b, len(theta))
-        Y = Q @ S[:, :p]
-        AY = AQ @ S[:, :p]
-        R = AY - Y * theta[:p]
+        cur = state["cur"]
+        Tc = T[:cur, :cur]
+        theta, S = np.linalg.eigh((Tc + Tc.T) / 2)
+        scale = max(scale, float(np.abs(theta).max()))
+        p = min(max(b, k), cur)
+        Y = Q[:, :cur] @ S[:, :p]
+        R = AQ[:, :cur] @ S[:, :p] - Y * theta[:p]
         rn = np.linalg.norm(R, axis=0)
-        done = rn <= tol * scale
-        full = Q.shape[1] >= md
-        if np.all(done[:k]) or full:
+        done = _ritz_converged(theta, rn, tol, scale)
+        full = cur >= md
+        if (p >= k and np.all(done[:k])) or full:
             # re-check the wanted pairs with a fresh product (guards against drift in the stored AQ)
             Yk = Y[:, :k]
-            AYk = apply(Yk)
-            matvecs += k
+            AYk = apply(np.ascontiguousarray(Yk))
+            state["matvecs"] += k
             lam = np.einsum("ij,ij->j", Yk, AYk)
             res = np.linalg.norm(AYk - Yk * lam, axis=0)
-            if np.all(res <= max(tol, 1e-13) * scale * 10) or full:
+            if full or np.all(_ritz_converged(np.concatenate([lam, theta[k:]]), res, tol, scale, slack=10.0)):
                 order = np.argsort(lam)
-                return lam[order], Yk[:, order], res[order], matvecs
-            # drifted: restart from the current Ritz vectors with exact products
-            Q = _orthonormalise_against(Y, np.zeros((md, 0)))
-            AQ = apply(Q)
-            matvecs += Q.shape[1]
+                return lam[order], Yk[:, order], res[order], state["matvecs"]
+            state["cur"] = 0  # drifted: restart from the current Ritz vectors with exact products
+            add(_orthonormalise_against(Y, Q[:, :0]))
             continue
-        if matvecs >= max_matvecs:
-            raise TheorykitError(f"hessian_bottom: Lanczos did not converge in {matvecs} matvecs "
-                                 f"(worst residual {rn[:k].max():.2e}, tolerance {tol * scale:.2e}); "
+        if state["matvecs"] >= max_matvecs:
+            raise TheorykitError(f"hessian_bottom: Lanczos did not converge in {state['matvecs']} matvecs "
+                                 f"(worst residual {rn[:k].max():.2e} vs ||H|| ~ {scale:.2e}, tol {tol:.1e}); "
                                  "raise max_matvecs or tol, or use method='dense'")
-        W = R[:, ~done]
-        if Q.shape[1] + W.shape[1] > max_dim:  # thick restart: keep the lowest Ritz vectors
-            keep = min(max(2 * b, k + b), Q.shape[1], max_dim - W.shape[1])
-            Q = Q @ S[:, :keep]
-            AQ = AQ @ S[:, :keep]
-        W = _orthonormalise_against(W, Q)
-        if W.shape[1] > md - Q.shape[1]:
-            W = W[:, : md - Q.shape[1]]
-        if W.shape[1] == 0:  # invariant subspace found: fill with random directions
-            W = _orthonormalise_against(rng.standard_normal((md, min(b, md - Q.shape[1]))), Q)
+        W = R[:, np.flatnonzero(~done)[:b]]  # at most b new directions per step, lowest unconverged first
+        if cur + W.shape[1] > max_dim:  # thick restart: keep the lowest Ritz vectors
+            keep = min(max(2 * b, k + b), cur, max_dim - W.shape[1])
+            Q[:, :keep] = Q[:, :cur] @ S[:, :keep]
+            AQ[:, :keep] = AQ[:, :cur] @ S[:, :keep]
+            T[:keep, :keep] = np.diag(theta[:keep])
+            state["cur"] = cur = keep
+        W = _orthonormalise_against(W, Q[:, :cur])[:, : md - cur]
+        if W.shape[1] == 0:  # invariant subspace found: continue with random directions
+            W = _orthonormalise_against(rng.standard_normal((md, min(b, md - cur))), Q[:, :cur])
             if W.shape[1] == 0:
-                full = True
-                Q = _orthonormalise_against(Q, np.zeros((md, 0)))
-                AQ = apply(Q)
-                matvecs += Q.shape[1]
-                continue
-        AW = apply(W)
-        matvecs += W.shape[1]
-        Q = np.hstack([Q, W])
-        AQ = np.hstack([AQ, AW])
+                raise TheorykitError("hessian_bottom: Lanczos basis lost orthogonality; use method='dense'")
+        add(W)
 
 
 def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard_dirs=None, method: str = "lanczos",
@@ -244,9 +269,11 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
                    seed: int = 0) -> HessianSpectrum:
     """The k smallest (algebraic) eigenpairs of H, with their overlap with the hard directions.
 
-    method "lanczos": block Lanczos on matrix-free products (module docstring), converged when every wanted
-    residual ||H v - lambda v|| <= tol * ||H|| (||H|| estimated by the largest Ritz value seen; eigenvalue errors
-    are then below tol*||H||, and in practice ~ residual^2 / gap).  method "dense": scipy eigh of dense_hessian
+    method "lanczos": block Lanczos on matrix-free products (module docstring).  tol is the relative accuracy of
+    the eigenvalues (as in scipy's eigsh): a wanted pair is converged when its residual r = ||H v - lambda v||
+    satisfies r <= sqrt(tol) ||H|| and min(r, r^2 / gap) <= tol ||H|| (gap = distance to the nearest other Ritz
+    value, the Kato-Temple bound; ||H|| ~ the largest |Ritz value| seen).  Eigenvector errors are ~ r / gap, so
+    overlaps are accurate to ~ sqrt(tol) ||H|| / gap.  The returned residuals come from a fresh product.  method "dense": scipy eigh of dense_hessian
     (md <= 6000).  hard_dirs: (d,) or (d, k_H) with orthonormal columns E; hard_overlap2_j = ||E^T V_j||_F^2.
     block_size (default k + max(6, k // 2)), max_matvecs (default max(5000, 50 md)) and seed (start block) tune
     the Lanczos run.

@@ -104,8 +104,8 @@ def quadrature_nodes(link: Link, level: int = 0):
         rng = np.random.default_rng(12345 + level)
         pts = rng.standard_normal((2_000_000, dims))
         return pts, np.full(len(pts), 1.0 / len(pts)), "Monte Carlo (2e6 samples)"
-    per_axis = per_axis // (2 ** level)
-    t, w = _composite_gl(per_axis)
+    t, w = _composite_gl(per_axis // (2 ** level))
+    per_axis = len(t)
     t, w = 10 * t, 10 * w * np.exp(-50 * t * t) / np.sqrt(2 * np.pi)
     grids = np.meshgrid(*([t] * dims), indexing="ij")
     wts = np.ones_like(grids[0])
@@ -120,7 +120,7 @@ def quadrature_nodes(link: Link, level: int = 0):
 def _composite_gl(n: int, order: int = 8):
     """Composite Gauss-Legendre rule with n nodes on [-1, 1]."""
     t0, w0 = np.polynomial.legendre.leggauss(order)
-    panels = n // order
+    panels = max(1, n // order)  # n is rounded down to a multiple of the order
     edges = np.linspace(-1, 1, panels + 1)
     half = (edges[1:] - edges[:-1]) / 2
     mid = (edges[1:] + edges[:-1]) / 2
