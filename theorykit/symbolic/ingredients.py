@@ -103,8 +103,8 @@ class Activation:
         return lambdify_safe([cv.X], (self.expr, self.d1_expr, self.d2_expr), f"sigma_{self.name}")
 
     def __call__(self, u):
-        with np.errstate(all="ignore"):
-            return lambdify_safe([cv.X], self.expr, "sigma")(u)
+        """sigma(u), vectorised."""
+        return self.numpy(u)[0]
 
     def hermite(self, degree: int = 4, **kw):
         from .hermite import hermite_coefficients
