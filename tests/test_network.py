@@ -18,12 +18,18 @@ def loss_of_r(net, r, y):
     return net.loss_values(r, y)
 
 
+def setup_case(act, loss, m, a, b, seed, N):
+    """A network and N random (r, y) points (labels +-1 for the logistic loss)."""
+    net = tk.Network(act, loss, m, a=a, b=b)
+    rng = np.random.default_rng(seed)
+    r = rng.standard_normal((N, m))
+    y = rng.choice([-1.0, 1.0], N) if loss == "logistic" else rng.standard_normal(N) ** 2
+    return net, r, y, rng
+
+
 @pytest.mark.parametrize("act,loss,m,a,b", CASES)
 def test_symbolic_equals_vectorised(act, loss, m, a, b):
-    net = tk.Network(act, loss, m, a=a, b=b)
-    rng = np.random.default_rng(0)
-    r = rng.standard_normal((50, m))
-    y = rng.choice([-1.0, 1.0], 50) if loss == "logistic" else rng.standard_normal(50) ** 2
+    net, r, y, rng = setup_case(act, loss, m, a, b, 0, 50)
     F_sym, D_sym = net.lambdified_symbolic()(r, y)
     d = net.evaluate(r, y)
     assert d.F.shape == (50, m) and d.D.shape == (50, m, m)
@@ -35,10 +41,7 @@ def test_symbolic_equals_vectorised(act, loss, m, a, b):
 
 @pytest.mark.parametrize("act,loss,m,a,b", CASES)
 def test_finite_differences(act, loss, m, a, b):
-    net = tk.Network(act, loss, m, a=a, b=b)
-    rng = np.random.default_rng(1)
-    r = rng.standard_normal((20, m))
-    y = rng.choice([-1.0, 1.0], 20) if loss == "logistic" else rng.standard_normal(20) ** 2
+    net, r, y, _ = setup_case(act, loss, m, a, b, 1, 20)
     d = net.evaluate(r, y)
     h = 1e-5
     for j in range(m):
