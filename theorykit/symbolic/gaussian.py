@@ -234,6 +234,19 @@ def _smooth_at(e: sp.Expr, v: sp.Symbol, t: float) -> sp.Expr:
     return e.replace(lambda a: isinstance(a, _NONSMOOTH) and a.has(v), repl)
 
 
+def interior_point(lo, hi) -> float:
+    """A float strictly inside the interval (lo, hi); lo may be -oo and hi +oo."""
+    flo = None if lo == -sp.oo else float(sp.N(lo))
+    fhi = None if hi == sp.oo else float(sp.N(hi))
+    if flo is None and fhi is None:
+        return 0.0
+    if flo is None:
+        return fhi - 1.0
+    if fhi is None:
+        return flo + 1.0
+    return (flo + fhi) / 2
+
+
 def _exact_1d(e: sp.Expr, v: sp.Symbol) -> sp.Expr:
     if e.has(sp.DiracDelta):
         raise _NotClosed
@@ -243,16 +256,7 @@ def _exact_1d(e: sp.Expr, v: sp.Symbol) -> sp.Expr:
     edges = [-sp.oo] + pts + [sp.oo]
     total = sp.Integer(0)
     for lo, hi in zip(edges[:-1], edges[1:]):
-        flo = None if lo == -sp.oo else float(sp.N(lo))
-        fhi = None if hi == sp.oo else float(sp.N(hi))
-        if flo is None and fhi is None:
-            t = 0.0
-        elif flo is None:
-            t = fhi - 1.0
-        elif fhi is None:
-            t = flo + 1.0
-        else:
-            t = (flo + fhi) / 2
+        t = interior_point(lo, hi)
         total += _smooth_piece(_smooth_at(e, v, t), v, lo, hi)
     return total
 

@@ -26,7 +26,7 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from .gaussian import expectation, _trunc, breakpoints, _NotClosed
+from .gaussian import expectation, _trunc, breakpoints, _NotClosed, interior_point
 from .ingredients import Link, link as make_link
 
 
@@ -299,10 +299,7 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
     edges = [-sp.oo] + pts + [sp.oo]
     groups = {}
     for lo, hi in zip(edges[:-1], edges[1:]):
-        flo = None if lo == -sp.oo else float(sp.N(lo))
-        fhi = None if hi == sp.oo else float(sp.N(hi))
-        t = 0.0 if flo is None and fhi is None else (fhi - 1 if flo is None else (flo + 1 if fhi is None
-                                                                                   else (flo + fhi) / 2))
+        t = interior_point(lo, hi)
         c = sp.nsimplify(h.subs(z, t))
         p_, m_ = groups.get(c, (0, 0))
         groups[c] = (p_ + _trunc(0, lo, hi), m_ + _trunc(2, lo, hi))
