@@ -1,0 +1,623 @@
+"""Discrete-time DMFT of full-batch gradient descent (THEORY.md sections 3 and 3b).
+
+Split Theta^t = Theta* M_t + Theta_perp^t with M_t = Theta*^T Theta^t (k x m).  All kernels are m x m.
+
+Sample side (one typical sample; z ~ N(0, I_k), eps, y = h(z, eps); w a centred Gaussian process with
+E[w^t w^sT] = C_theta(t, s), independent of (z, eps))::
+
+    r^t = M_t^T z + w^t + sum_{s<t} R_theta(t, s) u^s,     u^t = F(r^t, y),   D^t = D(r^t, y)
+    J^t_s = dr^t/dw^s = 1{t=s} I + sum_{s<=s'<t} R_theta(t, s') D^s' J^s'_s
+    R_u(t, s) = E[D^t J^t_s],   C_u(t, s) = E[u^t u^sT],   E_zu(t) = E[z u^tT]
+
+Parameter side (one coordinate of the complement, x sqrt(d); eta_t the step size at step t, lambda the ridge)::
+
+    theta^{t+1} = (1 - eta_t lambda) theta^t - eta_t sum_{s<=t} R_u(t, s) theta^s - (eta_t / delta) g^t,
+    theta^0 ~ N(0, Sigma_0), g ~ GP(0, delta C_u)
+    P_0 = I,  P_{t+1} = (1 - eta_t lambda) P_t - eta_t sum_{s<=t} R_u(t, s) P_s
+    R_theta(t+1, t) = -(eta_t / delta) I,
+    R_theta(t+1, s) = (1 - eta_t lambda) R_theta(t, s) - eta_t sum_{s<s'<=t} R_u(t, s') R_theta(s', s)   (s < t)
+    C_theta(t, t') = P_t Sigma_0 P_t'^T + delta sum_{s<t, s'<t'} R_theta(t, s) C_u(s, s') R_theta(t', s')^T
+    M_{t+1} = (1 - eta_t lambda) M_t - eta_t E_zu(t)
+
+Predictions: Theta^tT Theta^t -> M_t^T M_t + C_theta(t, t); train loss -> E[l(y, f(r^t))];
+test loss -> E[l(y, f(M_t^T z + w^t))] (w^t ~ N(0, C_theta(t, t)) is independent of z, so the same paths serve).
+
+Hard-direction process (THEORY.md section 3b), one per hard latent direction e (zeta = e^T z): the parameter-side
+recursion above with R_u, C_u replaced by R_u^zeta(t, s) = E[zeta^2 D^t J^t_s], C_u^zeta(t, s) = E[zeta^2 u^t u^sT];
+its C_mu(t) = E[mu^t mu^tT] = d E[Theta^tT e e^T Theta^t] to linear order (one mechanism: :class:`_ParameterSide`).
+
+Numerics:
+
+* The latent (z, eps) is integrated by a tensor Gauss-Hermite rule when k + [noisy] <= 2 ("gauss-hermite") and
+  only the Gaussian process w is sampled; otherwise (or on request) z is sampled ("monte-carlo").  Paths are the
+  pairs (node, w-path); an expectation is sum_n weight_n g_n.
+* w^t is drawn conditionally on w^{<t} from an incremental block Cholesky factor of C_theta + jitter I (the same
+  jitter at every step, so the factor is that of one fixed positive-definite matrix; nothing is clamped unless the
+  Schur complement is numerically indefinite, which is counted in ``settings["cholesky_repairs"]``).
+* Responses J are propagated on a sub-batch of the paths (``response_paths``), with memory (T+1)^2 m^2 per path.
+* Standard errors come from independent replicas (``replicas`` >= 2 solves with independent seeds, run in parallel
+  processes); every output is the mean over replicas and its standard error is std / sqrt(replicas).
+* A step schedule eta_t (array) gives the DMFT of GD with that schedule; :func:`flow_schedule` builds the
+  non-uniform grid of the gradient-flow mode (small steps early, doubled later), time tau_t = sum_{s<t} eta_s.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time as _time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .errors import TheorykitError
+
+#: |r| or gram entries above this count as divergence
+DIVERGENCE_LIMIT = 1e8
+#: default memory budget for the response arrays, bytes per replica
+RESPONSE_MEMORY = 1.2e9
+
+
+# ----------------------------------------------------------------------------------------------- schedules
+def flow_schedule(flow_time: float, eta0: float = 0.05, eta_max: float = 1.0, doubling_every: int = 40):
+    """Non-uniform grid for the gradient-flow mode: ``doubling_every`` steps of eta0, then of 2 eta0, ... up to
+    eta_max, until the flow time sum(eta_t) reaches ``flow_time``.  Returns the step sizes (array).
+
+    The DMFT with a step schedule is the exact DMFT of GD with that schedule; the gradient-flow limit is reached
+    as eta0, eta_max -> 0 and is checked by halving them (see ``benchmarks/bench_dmft.py``)."""
+    for name, v in (("flow_time", flow_time), ("eta0", eta0), ("eta_max", eta_max)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise TheorykitError(f"{name} must be a positive number, got {v!r}")
+    if eta_max < eta0:
+        raise TheorykitError(f"eta_max = {eta_max} is below eta0 = {eta0}")
+    if not (isinstance(doubling_every, int) and doubling_every >= 1):
+        raise TheorykitError(f"doubling_every must be a positive integer, got {doubling_every!r}")
+    steps, tau, eta, count = [], 0.0, float(eta0), 0
+    while tau < flow_time - 1e-12:
+        h = min(eta, flow_time - tau)
+        steps.append(h)
+        tau += h
+        count += 1
+        if count == doubling_every and eta < eta_max:
+            eta, count = min(2 * eta, eta_max), 0
+        if len(steps) > 10 ** 6:
+            raise TheorykitError("flow_schedule: more than 10^6 steps; raise eta0 or eta_max")
+    return np.array(steps)
+
+
+# ----------------------------------------------------------------------------------------------- parameter side
+class _ParameterSide:
+    """The linear Gaussian parameter-side process of THEORY.md section 3 (see the module docstring).
+
+    Arrays (t-major): P (T+1, m, m); R (T+1, T+1, m, m) with R[t, s] = R_theta(t, s) (zero for s >= t);
+    C (T+1, T+1, m, m) with C[t, s] = C_theta(t, s).  ``advance(t, Ru, Cu)`` fills time t from the kernels of the
+    sample side at times < t.  Used for Theta_perp (kernels R_u, C_u) and for each hard direction (zeta^2-weighted).
+    """
+
+    def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge: float):
+        self.m, self.Sigma0, self.etas, self.delta, self.ridge = m, Sigma0, etas, delta, ridge
+        self.P = np.zeros((T + 1, m, m))
+        self.R = np.zeros((T + 1, T + 1, m, m))
+        self.C = np.zeros((T + 1, T + 1, m, m))
+
+    def advance(self, t: int, Ru: np.ndarray, Cu: np.ndarray):
+        m, I = self.m, np.eye(self.m)
+        P, R, C = self.P, self.R, self.C
+        if t == 0:
+            P[0] = I
+        else:
+            eta, keep = self.etas[t - 1], 1.0 - self.etas[t - 1] * self.ridge
+            P[t] = keep * P[t - 1] - eta * np.einsum("sab,sbc->ac", Ru[t - 1, :t], P[:t])
+            if t >= 2:
+                R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * np.einsum("pab,psbc->sac", Ru[t - 1, :t],
+                                                                            R[:t, :t - 1])
+            R[t, t - 1] = -(eta / self.delta) * I
+        # C_theta(t, s) for s <= t
+        row = np.einsum("ab,scb->sac", P[t] @ self.Sigma0, P[:t + 1])
+        if t >= 1:
+            B = np.einsum("aij,abjk->bik", R[t, :t], Cu[:t, :t])  # sum_a R(t,a) C_u(a,b), b < t
+            row += self.delta * np.einsum("bik,sbjk->sij", B, R[:t + 1, :t])
+        C[t, :t + 1] = row
+        C[:t + 1, t] = np.swapaxes(row, 1, 2)
+
+
+# ----------------------------------------------------------------------------------------------- latent rule
+def _hermite_rule(order: int, dim: int):
+    """Tensor Gauss-Hermite rule for N(0, I_dim): nodes (Q, dim), weights (Q,) summing to 1."""
+    x, w = np.polynomial.hermite_e.hermegauss(order)
+    w = w / w.sum()
+    grids = np.meshgrid(*([x] * dim), indexing="ij")
+    nodes = np.stack([g.ravel() for g in grids], axis=1)
+    weights = np.ones(len(nodes))
+    for wg in np.meshgrid(*([w] * dim), indexing="ij"):
+        weights = weights * wg.ravel()
+    return nodes, weights
+
+
+@dataclass
+class _Batch:
+    z: np.ndarray       # (N, k)
+    y: np.ndarray       # (N,)
+    weight: np.ndarray  # (N,) main-batch weights (sum to 1)
+    rweight: np.ndarray  # (NR,) response-batch weights (sum to 1) for the first NR paths
+    NR: int
+    per_node: int       # w-paths per latent node (N for Monte-Carlo latents)
+
+
+def _make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int, n_mc: int, n_mc_resp: int,
+                rng) -> _Batch:
+    k = link.k
+    if latent == "gauss-hermite":
+        dim = k + (1 if link.noisy else 0)
+        nodes, w = _hermite_rule(order, dim)
+        Q = len(nodes)
+        # path n = p * Q + q: the first resp_per_node * Q paths hold every node
+        lat = np.tile(nodes, (per_node, 1))
+        weight = np.tile(w, per_node) / per_node
+        rweight = np.tile(w, resp_per_node) / resp_per_node
+        NR = resp_per_node * Q
+        P = per_node
+    else:
+        lat = rng.standard_normal((n_mc, k + (1 if link.noisy else 0)))
+        weight = np.full(n_mc, 1.0 / n_mc)
+        rweight = np.full(n_mc_resp, 1.0 / n_mc_resp)
+        NR = n_mc_resp
+        P = n_mc
+    z = lat[:, :k]
+    eps = lat[:, k] if link.noisy else None
+    return _Batch(z=np.ascontiguousarray(z), y=link.response(z, eps), weight=weight, rweight=rweight, NR=NR, per_node=P)
+
+
+# ----------------------------------------------------------------------------------------------- one solve
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> list:
+    order = np.argsort(values)
+    v, cw = values[order], np.cumsum(weights[order])
+    cw /= cw[-1]
+    return [float(v[min(np.searchsorted(cw, q), len(v) - 1)]) for q in qs]
+
+
+TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
+
+
+def _driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.ndarray:
+    """Standard normals xi (T+1, m, N) driving w (w^t = sum_{s<=t} L(t, s) xi^s), distinct for every path.
+
+    "sobol": a scrambled Sobol sequence of N points in (T+1) m dimensions (randomised QMC: every replica scrambles
+    independently, so the replica spread is still an honest error); "random": i.i.d. normals."""
+    if sampler == "random":
+        return rng.standard_normal((T + 1, m, N))
+    import warnings
+
+    from scipy.special import ndtri
+    from scipy.stats import qmc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # balance warning when N is not a power of two
+        pts = qmc.Sobol((T + 1) * m, scramble=True, seed=rng).random(N)  # (N, (T+1) m)
+    # path n = p Q + q (node q, w-path p) takes Sobol point q P + p: every node gets a contiguous run of the sequence
+    # (a balanced net when P is a power of two); interleaving would tie low bits of n to the node (biased strata)
+    perm = np.arange(N).reshape(Q, N // Q).T.ravel()
+    return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
+
+
+def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
+                response="stein", progress=None) -> dict:
+    """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`)."""
+    rng = np.random.default_rng(seed)
+    batch = _make_batch(link, *batch_args, rng=rng)
+    T = len(etas)
+    m, k = net.m, link.k
+    kH = hard_basis.shape[1]
+    N, NR = len(batch.y), batch.NR
+    wt, rwt = batch.weight, batch.rweight
+    z, y = batch.z, batch.y
+    zeta2 = (z @ hard_basis) ** 2  # (N, kH)
+
+    par = _ParameterSide(T, m, Sigma0, etas, delta, ridge)
+    hard = [_ParameterSide(T, m, Sigma0, etas, delta, ridge) for _ in range(kH)]
+    Ru = np.zeros((T + 1, T + 1, m, m))
+    Cu = np.zeros((T + 1, T + 1, m, m))
+    Ru_h = np.zeros((kH, T + 1, T + 1, m, m))
+    Cu_h = np.zeros((kH, T + 1, T + 1, m, m))
+    M = np.zeros((T + 1, k, m))
+    M[0] = M0
+    Ezu = np.zeros((T + 1, k, m))
+    train = np.zeros(T + 1)
+    test = np.zeros(T + 1)
+    tails = np.zeros((T + 1, 1 + len(TAIL_LEVELS)))
+    U = np.zeros((T + 1, m, N))      # u^s, layout (s, b, n) for GEMMs
+    Xi = np.zeros((T + 1, m, N))     # standard normals driving w
+    L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
+    K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" else None)
+    # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
+    Xi[:] = _driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    repairs = 0
+    diverged = None
+    jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)
+    import scipy.linalg as sla
+
+    for t in range(T + 1):
+        par.advance(t, Ru, Cu)
+        for j in range(kH):
+            hard[j].advance(t, Ru_h[j], Cu_h[j])
+        Ct = par.C[t, :t + 1]  # (t+1, m, m)
+        if not np.all(np.isfinite(Ct)) or np.max(np.abs(Ct)) > DIVERGENCE_LIMIT or \
+                np.max(np.abs(M[t])) > DIVERGENCE_LIMIT:
+            diverged = t
+            break
+        # ---- incremental block Cholesky: row t of L
+        tm = t * m
+        row = Ct.transpose(1, 0, 2).reshape(m, (t + 1) * m)  # C_theta(t, s) for s <= t as (m, (t+1)m)
+        if t:
+            Lt = sla.solve_triangular(L[:tm, :tm], row[:, :tm].T, lower=True, check_finite=False).T
+            L[tm:tm + m, :tm] = Lt
+            S = row[:, tm:] - Lt @ Lt.T
+        else:
+            S = row[:, :m].copy()
+        S = 0.5 * (S + S.T) + jit * np.eye(m)
+        try:
+            L[tm:tm + m, tm:tm + m] = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            lam, V = np.linalg.eigh(S)
+            L[tm:tm + m, tm:tm + m] = np.linalg.cholesky((V * np.maximum(lam, jit)) @ V.T)
+            repairs += 1
+        w = L[tm:tm + m, :tm + m] @ Xi[:t + 1].reshape((t + 1) * m, N)  # (m, N)
+        # ---- sample side
+        base = (M[t].T @ z.T) + w  # (m, N): M_t^T z + w^t
+        if t:
+            Rt = par.R[t, :t].transpose(1, 0, 2).reshape(m, tm)  # (a, (s, b))
+            r = base + Rt @ U[:t].reshape(tm, N)
+        else:
+            r = base
+        if not np.all(np.isfinite(r)) or np.max(np.abs(r)) > DIVERGENCE_LIMIT:
+            diverged = t
+            break
+        der = net.evaluate(r.T, y)
+        train[t] = float(wt @ der.loss)
+        test[t] = float(wt @ net.loss_values(base.T, y))
+        U[t] = der.F.T
+        Ezu[t] = (z * wt[:, None]).T @ der.F
+        Uw = U[t] * wt  # (m, N)
+        Cu[t, :t + 1] = (Uw @ U[:t + 1].reshape((t + 1) * m, N).T).reshape(m, t + 1, m).transpose(1, 0, 2)
+        Cu[:t + 1, t] = np.swapaxes(Cu[t, :t + 1], 1, 2)
+        for j in range(kH):
+            Uz = U[t] * (wt * zeta2[:, j])
+            Cu_h[j, t, :t + 1] = (Uz @ U[:t + 1].reshape((t + 1) * m, N).T).reshape(m, t + 1, m).transpose(1, 0, 2)
+            Cu_h[j, :t + 1, t] = np.swapaxes(Cu_h[j, t, :t + 1], 1, 2)
+        # ---- tails of D (smallest eigenvalue per path)
+        if m == 1:
+            dmin = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
+        else:
+            Dm = der.D
+            if m == 2:  # closed form for 2 x 2
+                h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
+                dmin = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1]) - np.sqrt(h * h + Dm[:, 0, 1] ** 2)
+            else:
+                dmin = np.linalg.eigvalsh(Dm)[:, 0]
+        tails[t, 0] = float(np.min(dmin[wt > 0]))
+        tails[t, 1:] = _weighted_quantiles(dmin, wt, TAIL_LEVELS)
+        Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
+        Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
+        for j in range(kH):
+            Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
+        if t and response == "stein":
+            # Stein's lemma on w = L xi (L: the factor actually sampled, of C_theta + jitter I):
+            #   E[c u^t xi^sT] = sum_{s<=s'<=t} E[c D^t J^t_s'] L(s', s),   c = 1 or zeta^2 (independent of w),
+            # so R_u(t, s<t) solves a triangular system with the whole batch: O(t m N + (t m)^2 m) per step.
+            Xflat = Xi[:t].reshape(tm, N)
+            Lsub, Lrow = L[:tm, :tm], L[tm:tm + m, :tm]
+            for c, target in [(wt, Ru)] + [(wt * zeta2[:, j], Ru_h[j]) for j in range(kH)]:
+                G = (U[t] * c) @ Xflat.T - target[t, t] @ Lrow                  # (m, t m)
+                row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
+                target[t, :t] = row_.reshape(m, t, m).transpose(1, 0, 2)
+        elif response == "direct":
+            # responses on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s for s < t, J^t_t = I,
+            # K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the
+            # sum over s' is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.
+            g = der.grad_f[:NR].T          # (m, NR)
+            gl = g * der.l2[:NR]
+            cv_ = der.curv[:NR].T          # (m, NR)
+            if t:
+                Rt = par.R[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
+                J = np.empty((t, m, NR, m), dtype=np.float32)
+                for s_ in range(t):
+                    np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m),
+                              out=J[s_].reshape(m, NR * m))
+                gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
+                K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
+                Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+                for j in range(kH):
+                    Ru_h[j, t, :t] = np.einsum("sanc,n->sac", K[:t, t], (rwt * zeta2[:NR, j]).astype(np.float32))
+            K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+        if t < T:
+            keep = 1.0 - etas[t] * ridge
+            M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
+        if progress is not None:
+            progress(t)
+
+    last = T if diverged is None else diverged - 1
+    S = last + 1
+    idx = np.arange(S)
+    Cdiag = par.C[idx, idx]
+    gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag
+    out = {
+        "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
+        "Ezu": Ezu[:S], "D_tail": tails[:S],
+        "C_mu": np.stack([h.C[idx, idx] for h in hard], axis=1) if kH else np.zeros((S, 0, m, m)),
+        "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
+        "R_u": Ru[:S, :S],
+        "diverged": diverged, "repairs": repairs, "N": N, "NR": NR,
+    }
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- result
+@dataclass
+class DMFTResult:
+    """DMFT prediction; T+1 = number of time points reached, k latent dim, m width, kH hard directions.
+
+    t (T+1,), time (T+1,) flow time sum_{s<t} eta_s; M (T+1, k, m); gram (T+1, m, m) = M^T M + C_theta(t, t);
+    train_loss, test_loss (T+1,); C_theta_tt (T+1, m, m); C_mu (T+1, kH, m, m) = d E[Theta^T e e^T Theta] per hard
+    direction e (THEORY 3b); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest eigenvalue of
+    D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
+    as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at.
+    """
+
+    status: str
+    t: np.ndarray
+    time: np.ndarray
+    M: np.ndarray
+    gram: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray
+    C_theta_tt: np.ndarray
+    C_mu: np.ndarray
+    D_tail: np.ndarray
+    stderr: dict
+    kernels: Optional[dict]
+    settings: dict
+    seconds: float
+    diverged_at: Optional[dict] = None
+    Ezu: Optional[np.ndarray] = None
+
+    def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
+        """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
+
+        To linear order Theta^T e = mu / sqrt(d) with mu ~ N(0, C_mu(t)) and the complement's Gram C_theta(t, t);
+        for m = 1 this is P(chi2_1 > d C_theta(t, t) / C_mu(t)) (exact); for m > 1 the cos^2 between e and the top
+        left singular vector of Theta is Monte-Carlo'd over mu (``samples`` draws).  Uses the first hard direction.
+        Returns an array over t (all time points if t is None)."""
+        from scipy.stats import chi2
+
+        if self.C_mu.shape[1] == 0:
+            raise TheorykitError("this link has no hard direction: no finite-d hard-overlap prediction")
+        d = int(d)
+        ts = self.t if t is None else np.atleast_1d(np.asarray(t, dtype=int))
+        m = self.gram.shape[1]
+        out = []
+        rng = np.random.default_rng(seed)
+        for s in ts:
+            Cm = self.C_mu[s, 0]
+            Ct = self.C_theta_tt[s]
+            if m == 1:
+                ratio = d * Ct[0, 0] / max(Cm[0, 0], 1e-300)
+                out.append(float(chi2.sf(ratio, 1)))
+                continue
+            lam, V = np.linalg.eigh(Cm)
+            mu = rng.standard_normal((samples, m)) * np.sqrt(np.maximum(lam, 0)) @ V.T / math.sqrt(d)
+            lt, Vt = np.linalg.eigh(Ct)
+            half = (Vt * np.sqrt(np.maximum(lt, 0))).T  # rows: complement coordinates, half^T half = C_theta
+            Mk = self.M[s]
+            ok = 0
+            for i in range(samples):
+                Th = np.vstack([mu[i][None, :], Mk, half])
+                u, _, _ = np.linalg.svd(Th, full_matrices=False)
+                ok += u[0, 0] ** 2 > 0.5
+            out.append(ok / samples)
+        return np.array(out)
+
+    def as_dict(self) -> dict:
+        tail = [{"t": int(t), "min": float(r[0]), **{f"q{q:.0e}".replace("e-0", "e-"): float(v)
+                                                       for q, v in zip(TAIL_LEVELS, r[1:])}}
+                for t, r in zip(self.t, self.D_tail)]
+        out = {
+            "status": self.status, "t": self.t.tolist(), "time": self.time.tolist(), "M": self.M.tolist(),
+            "gram": self.gram.tolist(), "train_loss": self.train_loss.tolist(), "test_loss": self.test_loss.tolist(),
+            "stderr": {k: np.asarray(v).tolist() for k, v in self.stderr.items()},
+            "hard": {"C_mu": self.C_mu.tolist(), "C_mu_stderr": np.asarray(self.stderr.get("C_mu")).tolist()},
+            "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
+            "diverged_at": self.diverged_at,
+        }
+        if self.kernels is not None:
+            out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernels.items()}
+        return out
+
+
+# ----------------------------------------------------------------------------------------------- front door
+def _replica_worker(args):
+    # one BLAS thread per replica process: the GEMMs here are thin and memory-bound, and oversubscribed OpenBLAS
+    # threads made them 30x slower on a 2-core machine (threadpoolctl: the maintained way to set this at run time)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _solve_once(*args)
+
+
+def _matrix(v, shape, name, default):
+    if v is None:
+        return default
+    a = np.asarray(v, dtype=float)
+    if a.size == np.prod(shape):
+        a = a.reshape(shape)
+    if a.shape != shape or not np.all(np.isfinite(a)):
+        raise TheorykitError(f"{name} must be a finite array of shape {shape}, got shape {np.shape(v)}")
+    return a
+
+
+def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, eta=None,
+         steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None, paths: int = 20000,
+         replicas: int = 8, latent: str = "auto", order: Optional[int] = None, response_paths: Optional[int] = None,
+         jitter: float = 1e-10, sampler: str = "sobol", response: str = "stein", seed: int = 0, processes: Optional[int] = None, kernels: bool = False,
+         progress: bool = False) -> DMFTResult:
+    """Solve the discrete-time DMFT (THEORY.md section 3) and the hard-direction process (section 3b).
+
+    activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
+    delta > 0.  Steps: ``eta`` (> 0) and ``steps`` (>= 0) for constant-step GD, or ``schedule`` (an array of step
+    sizes eta_t, e.g. from :func:`flow_schedule`).  ridge >= 0.  Sigma0 (m x m, default I) and M0 (k x m, default 0)
+    give the initial law theta^0 ~ N(0, Sigma0), M_0 = M0.
+    paths: total number of sample paths over all replicas; replicas (>= 2): independent solves whose spread gives
+    every standard error; latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
+    default 32 in 1-D and 16 in 2-D), "monte-carlo" or "auto"; response_paths: paths per replica carrying the
+    response functions (default: as many as fit in ~1.2 GB); jitter: relative diagonal jitter of the Cholesky factor;
+    seed: replica r uses SeedSequence(seed).spawn(replicas)[r]; processes: parallel replicas (default min(replicas,
+    CPUs)); kernels: keep the full two-time kernels.  Returns a :class:`DMFTResult`.
+    """
+    from .simulate import _Progress, _check_int, _check_number
+    from .symbolic.ingredients import link as make_link
+    from .symbolic.links import analyse_link
+    from .symbolic.network import Network
+
+    t0 = _time.perf_counter()
+    delta = _check_number("delta", delta, lambda v: v > 0, "> 0")
+    ridge = _check_number("ridge", ridge, lambda v: v >= 0, ">= 0")
+    if schedule is not None:
+        if eta is not None or steps is not None:
+            raise TheorykitError("give either eta and steps, or a schedule, not both")
+        etas = np.asarray(schedule, dtype=float).ravel()
+        if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
+            raise TheorykitError("the schedule must be a non-empty array of positive step sizes")
+    else:
+        if eta is None or steps is None:
+            raise TheorykitError("give eta and steps (or a schedule)")
+        eta = _check_number("eta", eta, lambda v: v > 0, "> 0")
+        steps = _check_int("steps", steps, 0)
+        etas = np.full(steps, eta)
+    paths = _check_int("paths", paths, 2)
+    replicas = _check_int("replicas", replicas, 2)
+    seed = _check_int("seed", seed, 0)
+    if not (isinstance(jitter, (int, float)) and 0 <= jitter < 1e-3):
+        raise TheorykitError(f"jitter must be in [0, 1e-3), got {jitter!r}")
+    net = Network(activation, loss, width, a=a, b=b)
+    lk = make_link(link)
+    m, k, T = net.m, lk.k, len(etas)
+    Sigma0 = _matrix(Sigma0, (m, m), "Sigma0", np.eye(m))
+    if not np.allclose(Sigma0, Sigma0.T) or np.linalg.eigvalsh(Sigma0)[0] < -1e-12:
+        raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
+    M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
+    hard_basis = np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(k, -1)
+
+    nlat = k + (1 if lk.noisy else 0)
+    if latent == "auto":
+        latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
+    if latent not in ("gauss-hermite", "monte-carlo"):
+        raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
+    if response not in ("stein", "direct"):
+        raise TheorykitError(f"response must be 'stein' or 'direct', got {response!r}")
+    if response == "stein":
+        response_paths = 1  # no response batch is propagated
+    if sampler not in ("sobol", "random"):
+        raise TheorykitError(f"sampler must be 'sobol' or 'random', got {sampler!r}")
+    per_replica = max(1, paths // replicas)
+
+    def pow2(v):  # Sobol nets are balanced at powers of two
+        return 1 << int(math.log2(max(v, 1))) if sampler == "sobol" else max(v, 1)
+    bytes_per_resp = (T + 1) ** 2 * m * m * 4
+    resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
+    if latent == "gauss-hermite":
+        if nlat > 3:
+            raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="
+                                 f"'monte-carlo'")
+        order = order or (32 if nlat == 1 else 16)
+        _check_int("order", order, 2)
+        Q = order ** nlat
+        per_node = pow2(per_replica // Q)
+        want = response_paths if response_paths is not None else per_node * Q
+        resp_per_node = max(2, pow2(min(per_node, want // Q, resp_cap // Q)))  # two halves: >= 2 per node
+        per_node = max(per_node, resp_per_node)
+        batch_args = ("gauss-hermite", order, per_node, resp_per_node, 0, 0)
+        n_main, n_resp = per_node * Q, resp_per_node * Q
+    else:
+        n_main = pow2(per_replica)
+        n_resp = max(2, pow2(min(n_main, response_paths or n_main, resp_cap)))
+        n_main = max(n_main, n_resp)
+        batch_args = ("monte-carlo", 0, 0, 0, n_main, n_resp)
+    mem = (n_resp * bytes_per_resp if response == "direct" else 0) + n_main * (T + 1) * m * 8 * 3
+    procs = processes or min(replicas, os.cpu_count() or 1)
+    from .simulate import physical_memory
+
+    phys = physical_memory()
+    if phys and mem * procs > 0.6 * phys:
+        raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
+                             f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
+
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(replicas)]
+    jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response)
+            for s in seeds]
+    bar = _Progress(replicas) if progress else None
+    results = []
+    if procs > 1:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        with ctx.Pool(procs) as pool:
+            for i, res in enumerate(pool.imap(_replica_worker, jobs)):
+                results.append(res)
+                if bar:
+                    bar.update(i + 1)
+    else:
+        for i, job in enumerate(jobs):
+            results.append(_replica_worker(job))
+            if bar:
+                bar.update(i + 1)
+    if bar:
+        bar.close(replicas)
+
+    S = min(len(r["train_loss"]) for r in results)
+    div = [r["diverged"] for r in results if r["diverged"] is not None]
+
+    def stack(key, two_time=False):
+        arr = [r[key][:S, :S] if two_time else r[key][:S] for r in results]
+        arr = np.stack(arr)
+        return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
+
+    keys = ["M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu", "Ezu"]
+    mean, err = {}, {}
+    for key in keys:
+        mean[key], err[key] = stack(key)
+    tails = np.stack([r["D_tail"][:S] for r in results])
+    D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
+    err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(replicas)])
+    kern = None
+    if kernels:
+        kern = {}
+        for key in ("C_theta", "R_theta", "C_u", "R_u"):
+            kern[key], kern[key + "_stderr"] = stack(key, two_time=True)
+    diverged_at = None
+    if div:
+        step = min(div)
+        diverged_at = {"step": int(step), "hint": (
+            f"the DMFT diverged at step {step} (C_theta or |r| above {DIVERGENCE_LIMIT:g}) with eta = "
+            f"{float(np.max(etas)):g}: GD is unstable, try a smaller eta (e.g. {float(np.max(etas)) / 4:g}); "
+            f"stability needs eta * (per-sample curvature) / delta <~ 1")}
+    tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
+    settings = {
+        "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
+        "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "ridge": ridge,
+        "eta": (float(eta) if schedule is None else None), "steps": T,
+        "schedule": (None if schedule is None else etas.tolist()),
+        "Sigma0": Sigma0.tolist(), "M0": M0.tolist(), "k": k, "hard_dim": int(hard_basis.shape[1]),
+        "hard_basis": hard_basis.tolist(), "latent": latent, "order": (order if latent == "gauss-hermite" else None),
+        "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
+        "response_paths_per_replica": int(results[0]["NR"]), "paths_total": int(results[0]["N"]) * replicas,
+        "jitter": jitter, "sampler": sampler, "response": response, "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
+        "processes": procs,
+        "stderr": "std over independent replicas / sqrt(replicas); outputs are replica means",
+        "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
+        "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
+                  "(replica means) of the quadrature x Monte-Carlo measure",
+    }
+    return DMFTResult(
+        status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
+        train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
+        C_mu=mean["C_mu"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
+        seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"])
