@@ -19,6 +19,8 @@ Parameter side (one coordinate of the complement, x sqrt(d); eta_t the step size
     C_theta(t, t') = P_t Sigma_0 P_t'^T + delta sum_{s<t, s'<t'} R_theta(t, s) C_u(s, s') R_theta(t', s')^T
     M_{t+1} = (1 - eta_t lambda) M_t - eta_t E_zu(t)
 
+On the hard subspace E[zeta u^t] = 0 exactly, so when M_0 has no hard component the hard rows of M_t are kept at 0
+(instead of carrying Monte-Carlo noise); their finite-d growth is the process C_mu below.
 Predictions: Theta^tT Theta^t -> M_t^T M_t + C_theta(t, t); train loss -> E[l(y, f(r^t))];
 test loss -> E[l(y, f(M_t^T z + w^t))] (w^t ~ N(0, C_theta(t, t)) is independent of z, so the same paths serve).
 
@@ -225,12 +227,14 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     train = np.zeros(T + 1)
     test = np.zeros(T + 1)
     tails = np.zeros((T + 1, 1 + len(TAIL_LEVELS)))
+    dtop = np.zeros(T + 1)  # 1 - 1e-4 quantile of the largest eigenvalue of D^t (for the stability hint)
     U = np.zeros((T + 1, m, N))      # u^s, layout (s, b, n) for GEMMs
     Xi = np.zeros((T + 1, m, N))     # standard normals driving w
     L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
     K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" else None)
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
     Xi[:] = _driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    pin_hard = kH > 0 and not np.any(hard_basis.T @ M0)
     repairs = 0
     diverged = None
     jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)
@@ -286,16 +290,20 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
             Cu_h[j, :t + 1, t] = np.swapaxes(Cu_h[j, t, :t + 1], 1, 2)
         # ---- tails of D (smallest eigenvalue per path)
         if m == 1:
-            dmin = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
+            dmin = dmax = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
         else:
             Dm = der.D
             if m == 2:  # closed form for 2 x 2
                 h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
-                dmin = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1]) - np.sqrt(h * h + Dm[:, 0, 1] ** 2)
+                rad = np.sqrt(h * h + Dm[:, 0, 1] ** 2)
+                dmin = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1]) - rad
+                dmax = dmin + 2 * rad
             else:
-                dmin = np.linalg.eigvalsh(Dm)[:, 0]
+                ev = np.linalg.eigvalsh(Dm)
+                dmin, dmax = ev[:, 0], ev[:, -1]
         tails[t, 0] = float(np.min(dmin[wt > 0]))
         tails[t, 1:] = _weighted_quantiles(dmin, wt, TAIL_LEVELS)
+        dtop[t] = _weighted_quantiles(dmax, wt, [1 - 1e-4])[0]
         Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
         Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
         for j in range(kH):
@@ -332,6 +340,8 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         if t < T:
             keep = 1.0 - etas[t] * ridge
             M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
+            if pin_hard:  # E[zeta u^t] = 0 exactly on the hard subspace: keep the Monte-Carlo noise out of M
+                M[t + 1] -= hard_basis @ (hard_basis.T @ M[t + 1])
         if progress is not None:
             progress(t)
 
@@ -342,7 +352,7 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag
     out = {
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
-        "Ezu": Ezu[:S], "D_tail": tails[:S],
+        "Ezu": Ezu[:S], "D_tail": tails[:S], "D_top": dtop[:S],
         "C_mu": np.stack([h.C[idx, idx] for h in hard], axis=1) if kH else np.zeros((S, 0, m, m)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
@@ -595,10 +605,15 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     diverged_at = None
     if div:
         step = min(div)
+        eta_max = float(np.max(etas))
+        dtops = [r["D_top"] for r in results if len(r["D_top"])]
+        top = max(float(np.max(d)) for d in dtops) if dtops else float("nan")
+        curv = (f"; the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
+                f"eta * D / delta = {eta_max * top / delta:.3g} (GD is stable only if this stays below ~2: "
+                f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
         diverged_at = {"step": int(step), "hint": (
-            f"the DMFT diverged at step {step} (C_theta or |r| above {DIVERGENCE_LIMIT:g}) with eta = "
-            f"{float(np.max(etas)):g}: GD is unstable, try a smaller eta (e.g. {float(np.max(etas)) / 4:g}); "
-            f"stability needs eta * (per-sample curvature) / delta <~ 1")}
+            f"the DMFT diverged at step {step} (C_theta or |r| above {DIVERGENCE_LIMIT:g}) with eta = {eta_max:g}"
+            f"{curv}: GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})")}
     tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
     settings = {
         "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,

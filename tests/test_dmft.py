@@ -1,0 +1,205 @@
+"""The DMFT solver (THEORY.md sections 3, 3b): exact values, internal consistency, numerics, errors.
+
+Agreement with the finite-d simulator at scale lives in tests/test_dmft_validation.py (slow) and
+scripts/dmft_vs_sim.py (tables/dmft_vs_sim.md); closed forms at t = 0, 1 in tests/test_dmft_closed.py.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from theorykit.dmft import _hermite_rule, _ParameterSide, dmft, flow_schedule
+from theorykit.errors import TheorykitError
+
+EASY = dict(activation="tanh", link="z+z**2/2", loss="square", width=2, a="1,-1", delta=2.0)
+
+
+def within(value, exact, se, k=4.0, floor=1e-12):
+    return abs(value - exact) <= k * se + floor
+
+
+# ------------------------------------------------------------------------------------------------ exact values
+def test_t0_train_loss_is_the_gaussian_integral():
+    """t = 0: r = w ~ N(0, I_m) independent of z, so train = test = E[(y - f(w))^2 / 2] (mpmath quadrature)."""
+    r = dmft(**EASY, eta=1.0, steps=1, paths=8192, replicas=4)
+    Ef2 = mp.quad(lambda w: mp.tanh(w) ** 2 * mp.npdf(w), [-mp.inf, mp.inf]) / 2  # E[f^2], f = (tanh w1 - tanh w2)/2
+    exact = float((mp.mpf(7) / 4 + Ef2) / 2)  # E[y^2] = 1 + 3/4, E[y f] = 0
+    assert r.train_loss[0] == r.test_loss[0]
+    assert within(r.train_loss[0], exact, r.stderr["train_loss"][0], floor=1e-4)
+    assert np.allclose(r.gram[0], np.eye(2)) and np.allclose(r.M[0], 0)
+
+
+def test_first_step_signal_is_minus_eta_E_z_u():
+    """M_1 = -eta E[z F(w, y)]: for f = (tanh w1 - tanh w2)/2, square loss, F_j = (f - y) a_j tanh'(w_j)/2, and
+    E[z (f - y)] = -E[z y] = -1, so M_1 = eta * a_j E[tanh'(w)] / 2."""
+    r = dmft(**EASY, eta=1.0, steps=1, paths=8192, replicas=4)
+    Etp = float(mp.quad(lambda w: (1 - mp.tanh(w) ** 2) * mp.npdf(w), [-mp.inf, mp.inf]))
+    expect = np.array([1.0, -1.0]) * Etp / 2
+    for j in range(2):
+        assert within(r.M[1, 0, j], expect[j], r.stderr["M"][1, 0, j], floor=1e-5)
+
+
+def test_parameter_side_recursion_by_hand():
+    """Two steps of the parameter side with constant kernels, against the formulas written out."""
+    eta, delta = 0.3, 2.0
+    ps = _ParameterSide(2, 1, np.eye(1), np.array([eta, eta]), delta, ridge=0.0)
+    Ru = np.zeros((3, 3, 1, 1))
+    Cu = np.zeros((3, 3, 1, 1))
+    Ru[0, 0], Cu[0, 0] = 0.5, 0.7
+    ps.advance(0, Ru, Cu)
+    ps.advance(1, Ru, Cu)
+    P1 = 1 - eta * 0.5
+    assert math.isclose(ps.C[1, 1, 0, 0], P1 ** 2 + eta ** 2 / delta * 0.7)
+    assert math.isclose(ps.C[1, 0, 0, 0], P1)
+    assert math.isclose(ps.R[1, 0, 0, 0], -eta / delta)
+    Ru[1, 1], Ru[1, 0], Cu[1, 1], Cu[1, 0], Cu[0, 1] = 0.4, -0.1, 0.9, 0.2, 0.2
+    ps.advance(2, Ru, Cu)
+    P2 = P1 - eta * (0.4 * P1 - 0.1 * 1.0)
+    R21 = -eta / delta
+    R20 = -eta / delta - eta * (0.4 * (-eta / delta))
+    C22 = P2 ** 2 + delta * (R20 ** 2 * 0.7 + 2 * R20 * R21 * 0.2 + R21 ** 2 * 0.9)
+    assert math.isclose(ps.R[2, 0, 0, 0], R20) and math.isclose(ps.R[2, 1, 0, 0], R21)
+    assert math.isclose(ps.C[2, 2, 0, 0], C22)
+
+
+def test_hermite_rule_integrates_polynomials_exactly():
+    nodes, w = _hermite_rule(8, 2)
+    assert math.isclose(w.sum(), 1.0)
+    assert math.isclose(w @ (nodes[:, 0] ** 4 * nodes[:, 1] ** 2), 3.0)
+    assert abs(w @ nodes[:, 0] ** 3) < 1e-12
+
+
+# ------------------------------------------------------------------------------------------------ consistency
+def test_stein_and_direct_responses_agree():
+    """R_u from Stein's lemma on the whole batch vs propagated Jacobians: the parameter-side kernels built from them
+    (C_theta, R_theta) agree.  Stein's single entries R_u(t, s) are noisy (the triangular solve with the Cholesky
+    factor amplifies), but their errors cancel in the smooth combinations the dynamics uses."""
+    kw = dict(**EASY, eta=1.0, steps=6, paths=16384, replicas=8, kernels=True)
+    a = dmft(**kw, response="stein")
+    b = dmft(**kw, response="direct", response_paths=16384)
+    assert a.settings["response"] == "stein" and b.settings["response"] == "direct"
+    for key in ("C_theta", "R_theta"):
+        A, B = a.kernels[key], b.kernels[key]
+        se = np.hypot(a.kernels[key + "_stderr"], b.kernels[key + "_stderr"])
+        assert np.all(np.abs(A - B) <= 5 * se + 2e-3), (key, float(np.max(np.abs(A - B) - 5 * se)))
+    assert np.max(np.abs(b.kernels["R_u"][np.tril_indices(7, -1)])) > 1e-2  # the memory kernel is not trivial
+    assert np.allclose(a.gram, b.gram, rtol=0.03)
+
+
+def test_gauss_hermite_latents_beat_monte_carlo():
+    """Integrating z by Gauss-Hermite (and QMC paths) cuts the standard error of phase retrieval's DMFT by > 3x (variance by > 9x) at equal paths."""
+    kw = dict(activation="gelu", link="z**2", width=1, delta=4.0, eta=1.0, steps=5, paths=8192, replicas=8)
+    gh = dmft(**kw, latent="gauss-hermite")
+    mc = dmft(**kw, latent="monte-carlo", sampler="random")
+    assert gh.settings["latent"] == "gauss-hermite" and mc.settings["latent"] == "monte-carlo"
+    for key in ("train_loss", "gram", "C_mu"):  # pooled over t >= 1: standard errors are themselves noisy
+        rms = [float(np.sqrt(np.mean(np.square(r.stderr[key][1:])))) for r in (mc, gh)]
+        assert rms[0] > 3 * rms[1], (key, rms)
+    se = np.hypot(gh.stderr["gram"][5], mc.stderr["gram"][5])
+    assert np.all(np.abs(gh.gram[5] - mc.gram[5]) < 4 * se)
+
+
+def test_reproducible_and_seeded():
+    kw = dict(**EASY, eta=1.0, steps=3, paths=2048, replicas=2)
+    a, b, c = dmft(**kw, seed=3), dmft(**kw, seed=3), dmft(**kw, seed=4)
+    assert np.array_equal(a.gram, b.gram) and np.array_equal(a.train_loss, b.train_loss)
+    assert not np.array_equal(a.gram, c.gram)
+    assert a.settings["seed"] == 3
+
+
+def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
+    r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=10, paths=4096, replicas=4)
+    assert r.C_mu.shape == (11, 1, 1, 1) and math.isclose(r.C_mu[0, 0, 0, 0], 1.0)
+    assert r.C_mu[10, 0, 0, 0] > 5 * r.C_mu[0, 0, 0, 0]  # the hard overlap grows (THEORY 3b)
+    p = r.success_probability(400)
+    assert p.shape == (11,) and np.all((p >= 0) & (p <= 1)) and p[-1] > p[0]
+    assert np.allclose(r.M, 0)  # no easy direction
+
+
+def test_no_hard_direction_has_no_finite_d_prediction():
+    r = dmft(**EASY, eta=1.0, steps=1, paths=1024, replicas=2)
+    assert r.C_mu.shape == (2, 0, 2, 2)
+    with pytest.raises(TheorykitError, match="no hard direction"):
+        r.success_probability(100)
+
+
+def test_singular_initial_covariance_is_handled_by_the_jitter():
+    """Sigma0 of rank one: C_theta is singular from the start; the jittered factor samples it without repairs."""
+    r = dmft(**EASY, eta=1.0, steps=8, paths=2048, replicas=2, Sigma0=[[1, 1], [1, 1]])
+    assert r.status == "ok" and np.all(np.isfinite(r.gram))
+    assert np.allclose(r.gram[0], [[1, 1], [1, 1]])
+    assert r.settings["cholesky_repairs"] == 0
+
+
+def test_ridge_and_initial_overlap_enter_the_signal():
+    M0 = [[0.5, -0.5]]
+    r0 = dmft(**EASY, eta=0.5, steps=2, paths=4096, replicas=2, M0=M0)
+    r1 = dmft(**EASY, eta=0.5, steps=2, paths=4096, replicas=2, M0=M0, ridge=0.2)
+    assert np.allclose(r0.M[0], M0) and np.allclose(r0.gram[0], np.eye(2) + np.array(M0).T @ np.array(M0))
+    # one ridge step shrinks M_0 by (1 - eta ridge) on top of the same gradient term
+    assert np.allclose(r1.M[1] - r0.M[1], -0.5 * 0.2 * np.array(M0), atol=5 * r0.stderr["M"][1].max() + 1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ schedules
+def test_flow_schedule():
+    s = flow_schedule(10.0, eta0=0.1, eta_max=0.4, doubling_every=5)
+    assert math.isclose(s.sum(), 10.0) and s[0] == 0.1 and s.max() == 0.4
+    assert np.all(np.diff(s[:-1]) >= 0)
+    with pytest.raises(TheorykitError):
+        flow_schedule(1.0, eta0=0.5, eta_max=0.1)
+
+
+def test_gradient_flow_grid_convergence():
+    """Halving every step of the grid changes the state at flow time 4 by O(eta): the error at least halves."""
+    kw = dict(**EASY, paths=4096, replicas=2, seed=1)
+    res = [dmft(**kw, schedule=flow_schedule(4.0, eta0=h, eta_max=4 * h, doubling_every=4)) for h in (0.2, 0.1, 0.05)]
+    g = [r.gram[-1] for r in res]
+    assert all(math.isclose(r.time[-1], 4.0) for r in res)
+    e1, e2 = np.abs(g[0] - g[2]).max(), np.abs(g[1] - g[2]).max()
+    assert e2 < 0.7 * e1 and e1 > 1e-3
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def test_divergence_is_reported_with_a_hint():
+    r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=40.0, steps=30, paths=1024, replicas=2)
+    assert r.status == "diverged" and r.diverged_at["step"] <= 30
+    assert "eta" in r.diverged_at["hint"] and "curvature" in r.diverged_at["hint"]
+    assert len(r.t) == r.diverged_at["step"]
+    for arr in (r.gram, r.train_loss, r.test_loss, r.M):
+        assert np.all(np.isfinite(arr))
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(eta=-1.0, steps=3), "eta"),
+    (dict(eta=1.0, steps=-1), "steps"),
+    (dict(eta=1.0), "eta and steps"),
+    (dict(eta=1.0, steps=3, schedule=[0.1]), "not both"),
+    (dict(schedule=[0.1, -0.2]), "positive"),
+    (dict(eta=1.0, steps=3, Sigma0=[[1, 0]]), "Sigma0"),
+    (dict(eta=1.0, steps=3, latent="magic"), "latent"),
+    (dict(eta=1.0, steps=3, response="guess"), "response"),
+    (dict(eta=1.0, steps=3, replicas=1), "replicas"),
+])
+def test_bad_input_one_line_errors(kw, msg):
+    with pytest.raises(TheorykitError, match=msg):
+        dmft(**EASY, paths=1024, **kw)
+
+
+def test_cli_json_contract_and_errors():
+    cmd = [sys.executable, "-m", "theorykit.cli", "dmft", "--activation", "gelu", "--link", "z**2", "--delta", "4",
+           "--eta", "1", "--steps", "3", "--paths", "1024", "--replicas", "2", "--kernels", "--predict-d", "400",
+           "--json"]
+    out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    for key in ("t", "M", "gram", "train_loss", "test_loss", "stderr", "hard", "D_tail", "kernels", "settings",
+                "seconds"):
+        assert key in out, key
+    assert set(out["kernels"]) >= {"C_theta", "R_theta", "C_u", "R_u"}
+    assert "C_mu" in out["hard"] and set(out["D_tail"][0]) == {"t", "min", "q1e-5", "q1e-4", "q1e-3"}
+    assert set(out["stderr"]) >= {"M", "gram", "train_loss", "test_loss"}
+    assert len(out["success_probability"]["values"]) == 4
+    bad = subprocess.run(cmd[:10] + ["--eta", "0", "--steps", "3"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "eta" in bad.stderr

@@ -1,0 +1,93 @@
+"""theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
+(--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
+[--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
+[--response stein|direct] [--kernels] [--predict-d D] [--progress] [--json]
+
+JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr}, D_tail
+[{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with --kernels), settings,
+seconds, diverged_at (+ success_probability {d, values} with --predict-d).
+"""
+import sys
+
+from .derive import add_network_arguments
+
+
+def add_parser(sub):
+    p = sub.add_parser("dmft", help="DMFT of gradient descent (THEORY.md sections 3 and 3b), with standard errors")
+    add_network_arguments(p, loss_required=False)
+    p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
+    p.add_argument("--delta", type=float, required=True, help="samples per dimension n/d")
+    p.add_argument("--eta", type=float, default=None, help="constant learning rate (with --steps)")
+    p.add_argument("--steps", type=int, default=None, help="number of GD steps T (with --eta)")
+    p.add_argument("--flow-time", type=float, default=None,
+                   help="gradient-flow mode: total time sum(eta_t) on a non-uniform grid (instead of --eta/--steps)")
+    p.add_argument("--eta0", type=float, default=0.05, help="flow mode: first step size (default 0.05)")
+    p.add_argument("--eta-max", type=float, default=1.0, help="flow mode: largest step size (default 1)")
+    p.add_argument("--doubling-every", type=int, default=40, help="flow mode: steps between doublings (default 40)")
+    p.add_argument("--paths", type=int, default=65536, help="sample paths in total over all replicas")
+    p.add_argument("--replicas", type=int, default=8, help="independent solves giving the standard errors")
+    p.add_argument("--ridge", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--latent", default="auto", choices=["auto", "gauss-hermite", "monte-carlo"])
+    p.add_argument("--order", type=int, default=None, help="Gauss-Hermite nodes per latent dimension")
+    p.add_argument("--sampler", default="sobol", choices=["sobol", "random"])
+    p.add_argument("--response", default="stein", choices=["stein", "direct"])
+    p.add_argument("--kernels", action="store_true", help="include the two-time kernels in the output")
+    p.add_argument("--predict-d", type=int, default=None,
+                   help="also give the predicted probability of hard overlap > 1/2 at this d (THEORY 3b)")
+    p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
+    return p
+
+
+def run(args) -> dict:
+    from ..dmft import dmft, flow_schedule
+    from ..errors import TheorykitError
+
+    if args.flow_time is not None:
+        if args.eta is not None or args.steps is not None:
+            raise TheorykitError("give either --eta and --steps, or --flow-time, not both")
+        step = dict(schedule=flow_schedule(args.flow_time, args.eta0, args.eta_max, args.doubling_every))
+    else:
+        if args.eta is None or args.steps is None:
+            raise TheorykitError("give --eta and --steps (or --flow-time for the gradient-flow mode)")
+        step = dict(eta=args.eta, steps=args.steps)
+    progress = bool(args.progress) or sys.stderr.isatty()
+    res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
+               ridge=args.ridge, paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
+               sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
+               progress=progress, **step)
+    out = res.as_dict()
+    if args.predict_d is not None:
+        out["success_probability"] = {"d": args.predict_d,
+                                      "values": res.success_probability(args.predict_d).tolist()}
+    return out
+
+
+def text(r) -> str:
+    s = r["settings"]
+    step = f"eta = {s['eta']:g}" if s["eta"] is not None else f"flow grid of {s['steps']} steps"
+    lines = [f"{s['activation']} / {s['link']} / {s['loss']}, m = {s['width']}, delta = {s['delta']:g}, {step}, "
+             f"{s['paths_total']} paths in {s['replicas']} replicas ({s['latent']}, {s['sampler']}, "
+             f"response: {s['response']}), {r['seconds']:.1f} s"]
+    T = len(r["t"])
+    rows = sorted(set([0, T - 1] + [round(i * (T - 1) / 10) for i in range(11)])) if T else []
+    lines.append(f"{'t':>6} {'time':>8} {'train':>18} {'test':>18} {'tr gram/m':>18} {'min D':>9}")
+    e = r["stderr"]
+    for i in rows:
+        g, ge = r["gram"][i], e["gram"][i]
+        m = len(g)
+        trg = sum(g[j][j] for j in range(m)) / m
+        trge = (sum(ge[j][j] ** 2 for j in range(m)) ** 0.5) / m
+        lines.append(f"{r['t'][i]:>6} {r['time'][i]:>8.3g} {r['train_loss'][i]:>10.5g} ± {e['train_loss'][i]:<6.1g}"
+                     f"{r['test_loss'][i]:>10.5g} ± {e['test_loss'][i]:<6.1g}{trg:>10.5g} ± {trge:<6.1g}"
+                     f"{r['D_tail'][i]['min']:>9.3g}")
+    if s["hard_dim"]:
+        cm = r["hard"]["C_mu"][T - 1][0]
+        lines.append(f"hard process C_mu(t = {r['t'][-1]}) = {cm} (d E[Theta^T e e^T Theta], THEORY 3b)")
+    if r.get("success_probability"):
+        sp_ = r["success_probability"]
+        lines.append(f"predicted P(hard cos^2 > 1/2) at d = {sp_['d']}, t = {r['t'][-1]}: {sp_['values'][-1]:.3g}")
+    lines.append(f"status: {r['status']}")
+    if r.get("diverged_at"):
+        lines.append(f"diverged: {r['diverged_at']['hint']}")
+    return "\n".join(lines)
