@@ -228,12 +228,14 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     test = np.zeros(T + 1)
     tails = np.zeros((T + 1, 1 + len(TAIL_LEVELS)))
     dtop = np.zeros(T + 1)  # 1 - 1e-4 quantile of the largest eigenvalue of D^t (for the stability hint)
-    U = np.zeros((T + 1, m, N))      # u^s, layout (s, b, n) for GEMMs
-    Xi = np.zeros((T + 1, m, N))     # standard normals driving w
+    # history H[s] = (xi^s; u^s), (T+1, 2m, N): the standard normals driving w and the u's, stacked so that each step
+    # reads the history twice (one GEMM for w^t and the memory term, one for C_u(t, .) and E[u^t xi^sT])
+    H = np.zeros((T + 1, 2 * m, N))
     L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
     K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" else None)
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
-    Xi[:] = _driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    H[:, :m] = _driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
     pin_hard = kH > 0 and not np.any(hard_basis.T @ M0)
     repairs = 0
     diverged = None
@@ -265,29 +267,29 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
             lam, V = np.linalg.eigh(S)
             L[tm:tm + m, tm:tm + m] = np.linalg.cholesky((V * np.maximum(lam, jit)) @ V.T)
             repairs += 1
-        w = L[tm:tm + m, :tm + m] @ Xi[:t + 1].reshape((t + 1) * m, N)  # (m, N)
-        # ---- sample side
-        base = (M[t].T @ z.T) + w  # (m, N): M_t^T z + w^t
+        # ---- sample side: w^t = sum_{s<=t} L(t, s) xi^s and the memory term sum_{s<t} R_theta(t, s) u^s
+        Av = A[:, :(t + 1) * 2 * m].reshape(2 * m, t + 1, 2 * m)
+        Av[:m, :, :m] = L[tm:tm + m, :tm + m].reshape(m, t + 1, m)
         if t:
-            Rt = par.R[t, :t].transpose(1, 0, 2).reshape(m, tm)  # (a, (s, b))
-            r = base + Rt @ U[:t].reshape(tm, N)
-        else:
-            r = base
+            Av[m:, :t, m:] = par.R[t, :t].transpose(1, 0, 2)
+        wm = A[:, :(t + 1) * 2 * m] @ H[:t + 1].reshape((t + 1) * 2 * m, N)  # (2m, N); H[t, m:] is still 0
+        base = (M[t].T @ z.T) + wm[:m]  # (m, N): M_t^T z + w^t
+        r = base + wm[m:]
         if not np.all(np.isfinite(r)) or np.max(np.abs(r)) > DIVERGENCE_LIMIT:
             diverged = t
             break
         der = net.evaluate(r.T, y)
         train[t] = float(wt @ der.loss)
         test[t] = float(wt @ net.loss_values(base.T, y))
-        U[t] = der.F.T
+        H[t, m:] = der.F.T
         Ezu[t] = (z * wt[:, None]).T @ der.F
-        Uw = U[t] * wt  # (m, N)
-        Cu[t, :t + 1] = (Uw @ U[:t + 1].reshape((t + 1) * m, N).T).reshape(m, t + 1, m).transpose(1, 0, 2)
-        Cu[:t + 1, t] = np.swapaxes(Cu[t, :t + 1], 1, 2)
-        for j in range(kH):
-            Uz = U[t] * (wt * zeta2[:, j])
-            Cu_h[j, t, :t + 1] = (Uz @ U[:t + 1].reshape((t + 1) * m, N).T).reshape(m, t + 1, m).transpose(1, 0, 2)
-            Cu_h[j, :t + 1, t] = np.swapaxes(Cu_h[j, t, :t + 1], 1, 2)
+        # E[c u^t (xi^s; u^s)^T] for c = 1 and c = zeta_j^2, s <= t: one GEMM over the history
+        cs = [wt] + [wt * zeta2[:, j] for j in range(kH)]
+        V = np.concatenate([H[t, m:] * c for c in cs])  # ((1 + kH) m, N)
+        E = (V @ H[:t + 1].reshape((t + 1) * 2 * m, N).T).reshape(1 + kH, m, t + 1, 2 * m)
+        for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
+            target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
+            target[:t + 1, t] = np.swapaxes(target[t, :t + 1], 1, 2)
         # ---- tails of D (smallest eigenvalue per path)
         if m == 1:
             dmin = dmax = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
@@ -312,10 +314,9 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
             # Stein's lemma on w = L xi (L: the factor actually sampled, of C_theta + jitter I):
             #   E[c u^t xi^sT] = sum_{s<=s'<=t} E[c D^t J^t_s'] L(s', s),   c = 1 or zeta^2 (independent of w),
             # so R_u(t, s<t) solves a triangular system with the whole batch: O(t m N + (t m)^2 m) per step.
-            Xflat = Xi[:t].reshape(tm, N)
             Lsub, Lrow = L[:tm, :tm], L[tm:tm + m, :tm]
-            for c, target in [(wt, Ru)] + [(wt * zeta2[:, j], Ru_h[j]) for j in range(kH)]:
-                G = (U[t] * c) @ Xflat.T - target[t, t] @ Lrow                  # (m, t m)
+            for j, target in enumerate([Ru] + [Ru_h[i] for i in range(kH)]):
+                G = E[j, :, :t, :m].reshape(m, tm) - target[t, t] @ Lrow          # (m, t m)
                 row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
                 target[t, :t] = row_.reshape(m, t, m).transpose(1, 0, 2)
         elif response == "direct":

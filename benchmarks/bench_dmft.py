@@ -1,0 +1,123 @@
+"""Benchmark and convergence study of the DMFT solver (THEORY.md sections 3 and 5; issue: long times).
+
+Sections (run all, or pick with --only):
+
+* speed:  T = 200 GD steps, m = 2 (tanh, y = z + z^2/2, a = (1, -1), delta = 2, eta = 1): wall time and the
+          largest relative standard error of Theta^T Theta over t (goals: <= 60 s on the 2-core machine, <= 1%).
+* paths:  the same at T = 50 for paths = 2^13 ... 2^17: standard errors should fall like paths^(-1/2) (or faster,
+          thanks to the Sobol paths) and the means stay within their errors.
+* grid:   gradient-flow mode: flow_schedule(flow time 8, eta0 = h, eta_max = 4h) for h = 0.2, 0.1, 0.05, 0.025:
+          the gram at flow time 8 converges at first order in h (successive differences halve).
+* long:   m = 1, phase retrieval (GeLU, square loss, delta = 4, eta = 1), T = 1000 GD steps; and the gradient-flow
+          grid up to flow time 200.  Reports gram, losses and the low tail of D (min and the 1e-5, 1e-4, 1e-3
+          quantiles of its smallest eigenvalue) along t, to show whether they converge as t grows.
+* long2:  m = 2, phase retrieval (GeLU, a = (1, 1), delta = 4, eta = 1), T = 200.
+
+    python benchmarks/bench_dmft.py [--only speed,paths,grid,long,long2] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from theorykit.dmft import dmft, flow_schedule
+
+EASY = dict(activation="tanh", link="z+z**2/2", loss="square", width=2, a="1,-1", delta=2.0)
+PR1 = dict(activation="gelu", link="z**2", loss="square", width=1, delta=4.0)
+PR2 = dict(activation="gelu", link="z**2", loss="square", width=2, a="1,1", delta=4.0)
+
+
+def rel_gram_error(r):
+    """max over t and entries of stderr(gram) / sqrt(gram_ii gram_jj)."""
+    diag = np.sqrt(np.einsum("tii->ti", r.gram))
+    scale = diag[:, :, None] * diag[:, None, :]
+    return float(np.max(r.stderr["gram"] / scale))
+
+
+def speed(quick):
+    T = 100 if quick else 200
+    t0 = time.perf_counter()
+    r = dmft(**EASY, eta=1.0, steps=T, paths=65536, replicas=8)
+    sec = time.perf_counter() - t0
+    print(f"[speed] T = {T}, m = 2, {r.settings['paths_total']} paths in {r.settings['replicas']} replicas "
+          f"({r.settings['processes']} processes): {sec:.1f} s (goal <= 60 s); max relative stderr of gram over t: "
+          f"{100 * rel_gram_error(r):.2f}% (goal <= 1%)")
+    for t in (0, 10, 50, 100, 200):
+        if t <= T:
+            print(f"    t = {t:4d}: gram = {np.round(r.gram[t].ravel(), 4)} +- {np.round(r.stderr['gram'][t].ravel(), 4)}"
+                  f", train = {r.train_loss[t]:.4f}, test = {r.test_loss[t]:.4f}")
+
+
+def paths(quick):
+    print("[paths] T = 50, m = 2: convergence in the number of paths (Sobol paths, Gauss-Hermite latent)")
+    sizes = [2 ** 13, 2 ** 14, 2 ** 15] if quick else [2 ** 13, 2 ** 14, 2 ** 15, 2 ** 16, 2 ** 17]
+    for P in sizes:
+        t0 = time.perf_counter()
+        r = dmft(**EASY, eta=1.0, steps=50, paths=P, replicas=8)
+        print(f"    paths = {P:7d}: gram(50) = {np.round(r.gram[50].ravel(), 4)}, max rel stderr {100 * rel_gram_error(r):.3f}%"
+              f", train(50) = {r.train_loss[50]:.5f} +- {r.stderr['train_loss'][50]:.5f}  ({time.perf_counter() - t0:.1f} s)")
+
+
+def grid(quick):
+    print("[grid] gradient-flow mode, flow time 8: convergence in the grid (eta0 = h, eta_max = 4 h, doubling every 8)")
+    hs = [0.2, 0.1, 0.05] if quick else [0.2, 0.1, 0.05, 0.025]
+    prev = None
+    for h in hs:
+        sched = flow_schedule(8.0, eta0=h, eta_max=4 * h, doubling_every=8)
+        t0 = time.perf_counter()
+        r = dmft(**EASY, schedule=sched, paths=32768, replicas=8)
+        g = r.gram[-1]
+        diff = "" if prev is None else f", change from the coarser grid {np.max(np.abs(g - prev)):.4f}"
+        print(f"    h = {h:6.3f}: {len(sched):4d} steps, gram(8) = {np.round(g.ravel(), 4)} +- "
+              f"{np.max(r.stderr['gram'][-1]):.4f}{diff}  ({time.perf_counter() - t0:.1f} s)")
+        prev = g
+
+
+def _tail_report(r, ts):
+    for t in ts:
+        if t < len(r.t):
+            d = r.D_tail[t]
+            print(f"    t = {t:5d} (time {r.time[t]:7.1f}): gram = {np.round(r.gram[t].ravel(), 3)} "
+                  f"(rel se {100 * np.max(r.stderr['gram'][t] / np.abs(r.gram[t]).max()):.2f}%), train = "
+                  f"{r.train_loss[t]:.4f}, test = {r.test_loss[t]:.4f}, C_mu = {np.round(np.trace(r.C_mu[t, 0]), 2)}; "
+                  f"D: min {d[0]:.3g}, q1e-5 {d[1]:.3g}, q1e-4 {d[2]:.3g}, q1e-3 {d[3]:.3g}")
+
+
+def long(quick):
+    T = 300 if quick else 1000
+    t0 = time.perf_counter()
+    r = dmft(**PR1, eta=1.0, steps=T, paths=32768, replicas=8)
+    print(f"[long] m = 1, phase retrieval, GeLU, delta = 4, eta = 1, T = {T}: {time.perf_counter() - t0:.1f} s, "
+          f"status {r.status}")
+    _tail_report(r, [0, 10, 50, 100, 200, 400, 700, 1000])
+    tau = 60.0 if quick else 200.0
+    sched = flow_schedule(tau, eta0=0.05, eta_max=1.0, doubling_every=40)
+    t0 = time.perf_counter()
+    r = dmft(**PR1, schedule=sched, paths=32768, replicas=8)
+    print(f"[long] gradient-flow grid to time {tau:g}: {len(sched)} steps, {time.perf_counter() - t0:.1f} s")
+    idx = [int(np.searchsorted(r.time, x)) for x in (0, 5, 20, 50, 100, 150, 200) if x <= tau]
+    _tail_report(r, idx)
+
+
+def long2(quick):
+    T = 100 if quick else 200
+    t0 = time.perf_counter()
+    r = dmft(**PR2, eta=1.0, steps=T, paths=65536, replicas=8)
+    print(f"[long2] m = 2, phase retrieval, GeLU, a = (1, 1), delta = 4, eta = 1, T = {T}: "
+          f"{time.perf_counter() - t0:.1f} s, max rel stderr of gram {100 * rel_gram_error(r):.2f}%")
+    _tail_report(r, [0, 10, 50, 100, 200])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="speed,paths,grid,long,long2")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    for name in args.only.split(","):
+        globals()[name.strip()](args.quick)
+
+
+if __name__ == "__main__":
+    main()
