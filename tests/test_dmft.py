@@ -203,3 +203,33 @@ def test_cli_json_contract_and_errors():
     assert len(out["success_probability"]["values"]) == 4
     bad = subprocess.run(cmd[:10] + ["--eta", "0", "--steps", "3"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "eta" in bad.stderr
+
+
+# ------------------------------------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize("case", [
+    dict(activation="quad", link="z**2", width=1, delta=4.0, eta=0.05),
+    dict(activation="x+x**2/2", link="z+z**2/2", width=2, a="1,-1", delta=2.0, eta=1.0),
+])
+def test_solver_against_exact_t0_t1(case):
+    """The numerical DMFT against theorykit.dmft_closed_form (exact SymPy, polynomial sigma, square loss) at
+    t = 0, 1 (and M_2): within 4 standard errors (+1e-9 for exact zeros)."""
+    import theorykit as tk
+
+    ex = tk.dmft_closed_form(case["activation"], case["link"], "square", case["width"], a=case.get("a"),
+                             delta=case["delta"], eta=case["eta"]).numeric()
+    r = dmft(**case, steps=2, paths=65536, replicas=16, kernels=True, response="direct", response_paths=4096)
+    k, se = r.kernels, {key[:-7]: v for key, v in r.kernels.items() if key.endswith("_stderr")}
+    pairs = [
+        ("Ezu0", r.Ezu[0], r.stderr["Ezu"][0]), ("M1", r.M[1], r.stderr["M"][1]), ("M2", r.M[2], r.stderr["M"][2]),
+        ("C_u00", k["C_u"][0, 0], se["C_u"][0, 0]), ("R_u00", k["R_u"][0, 0], se["R_u"][0, 0]),
+        ("C_theta11", k["C_theta"][1, 1], se["C_theta"][1, 1]), ("C_theta10", k["C_theta"][1, 0], se["C_theta"][1, 0]),
+        ("gram1", r.gram[1], r.stderr["gram"][1]),
+        ("train_loss0", r.train_loss[0], r.stderr["train_loss"][0]),
+        ("train_loss1", r.train_loss[1], r.stderr["train_loss"][1]),
+        ("test_loss1", r.test_loss[1], r.stderr["test_loss"][1]),
+        ("C_u11", k["C_u"][1, 1], se["C_u"][1, 1]), ("C_u10", k["C_u"][1, 0], se["C_u"][1, 0]),
+        ("R_u11", k["R_u"][1, 1], se["R_u"][1, 1]), ("R_u10", k["R_u"][1, 0], se["R_u"][1, 0]),
+    ]
+    for name, value, err in pairs:
+        exact = ex[name]
+        assert np.all(np.abs(value - exact) <= 4 * err + 1e-9), (name, value, exact, err)

@@ -10,6 +10,9 @@ Public API (everything else is implementation):
     simulate, sweep, summarise        finite-d full-batch GD (the referee) and success-probability scans
     spectral_prediction/_threshold    classic spectral methods (top eigenvalue, overlap, delta_u)
     hessian_bottom, hessian_matvec    bottom Hessian eigenpairs by Lanczos on a matrix-free product
+    population_loss                   population (fresh-sample) test loss from M = Theta*^T Theta, C
+    dmft, flow_schedule               DMFT of GD (THEORY 3, 3b) with standard errors; gradient-flow grids
+    dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
 from .errors import TheorykitError, ParseError, DivergenceError
@@ -18,11 +21,14 @@ from .symbolic.network import Network, Derivatives
 from .symbolic.hermite import hermite_coefficients, gaussian_expectation, HermiteExpansion, HermiteCoefficient
 from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
+from .symbolic.dmft_closed import dmft_closed_form, ClosedFormDMFT
 
 from .simulate import simulate, SimulationResult
 from .sweeps import sweep, summarise
 from .spectral import spectral_prediction, spectral_threshold, SpectralLaw
 from .spectrum import hessian_bottom, hessian_matvec, HessianSpectrum
+from .population import population_loss
+from .dmft import dmft, flow_schedule, DMFTResult
 
 __version__ = "0.1.0"
 
@@ -30,4 +36,5 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "loss", "Network", "Derivatives", "hermite_coefficients", "gaussian_expectation", "HermiteExpansion",
            "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg", "simulate",
            "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
-           "hessian_bottom", "hessian_matvec", "HessianSpectrum"]
+           "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
+           "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult"]

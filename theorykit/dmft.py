@@ -184,8 +184,10 @@ TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
 def _driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.ndarray:
     """Standard normals xi (T+1, m, N) driving w (w^t = sum_{s<=t} L(t, s) xi^s), distinct for every path.
 
-    "sobol": a scrambled Sobol sequence of N points in (T+1) m dimensions (randomised QMC: every replica scrambles
-    independently, so the replica spread is still an honest error); "random": i.i.d. normals."""
+    Path n = p Q + q is w-path p of latent node q.  "sobol": for every node an independently scrambled Sobol net of
+    P = N / Q points in (T+1) m dimensions (randomised QMC; independent scrambles per node make the node estimates
+    independent, so their weighted sum is not dominated by one net's skew on heavy-tailed integrands, and the replica
+    spread remains an honest error); "random": i.i.d. normals."""
     if sampler == "random":
         return rng.standard_normal((T + 1, m, N))
     import warnings
@@ -193,13 +195,13 @@ def _driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.nd
     from scipy.special import ndtri
     from scipy.stats import qmc
 
+    P = N // Q
+    xi = np.empty((P, Q, (T + 1) * m))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # balance warning when N is not a power of two
-        pts = qmc.Sobol((T + 1) * m, scramble=True, seed=rng).random(N)  # (N, (T+1) m)
-    # path n = p Q + q (node q, w-path p) takes Sobol point q P + p: every node gets a contiguous run of the sequence
-    # (a balanced net when P is a power of two); interleaving would tie low bits of n to the node (biased strata)
-    perm = np.arange(N).reshape(Q, N // Q).T.ravel()
-    return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
+        warnings.simplefilter("ignore")  # balance warning when P is not a power of two
+        for q in range(Q):
+            xi[:, q] = ndtri(np.clip(qmc.Sobol((T + 1) * m, scramble=True, seed=rng).random(P), 1e-16, 1 - 1e-16))
+    return xi.reshape(N, (T + 1) * m).T.reshape(T + 1, m, N)
 
 
 def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
