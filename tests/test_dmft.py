@@ -207,7 +207,9 @@ def test_cli_json_contract_and_errors():
 
 # ------------------------------------------------------------------------------------------------ closed forms
 @pytest.mark.parametrize("case", [
-    dict(activation="quad", link="z**2", width=1, delta=4.0, eta=0.05),
+    # sigma = x^2 with y = z^2: C_u has E[w^6] terms, whose Sobol replica means are right-skewed (see
+    # theorykit.dmft._driving_normals): i.i.d. paths give honest standard errors there
+    dict(activation="quad", link="z**2", width=1, delta=4.0, eta=0.05, sampler="random"),
     dict(activation="x+x**2/2", link="z+z**2/2", width=2, a="1,-1", delta=2.0, eta=1.0),
 ])
 def test_solver_against_exact_t0_t1(case):
@@ -217,7 +219,7 @@ def test_solver_against_exact_t0_t1(case):
 
     ex = tk.dmft_closed_form(case["activation"], case["link"], "square", case["width"], a=case.get("a"),
                              delta=case["delta"], eta=case["eta"]).numeric()
-    r = dmft(**case, steps=2, paths=65536, replicas=16, kernels=True, response="direct", response_paths=4096)
+    r = dmft(**case, steps=2, paths=131072, replicas=16, kernels=True, response="direct", response_paths=4096)
     k, se = r.kernels, {key[:-7]: v for key, v in r.kernels.items() if key.endswith("_stderr")}
     pairs = [
         ("Ezu0", r.Ezu[0], r.stderr["Ezu"][0]), ("M1", r.M[1], r.stderr["M"][1]), ("M2", r.M[2], r.stderr["M"][2]),

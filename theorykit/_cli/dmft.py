@@ -84,6 +84,10 @@ def text(r) -> str:
     if s["hard_dim"]:
         cm = r["hard"]["C_mu"][T - 1][0]
         lines.append(f"hard process C_mu(t = {r['t'][-1]}) = {cm} (d E[Theta^T e e^T Theta], THEORY 3b)")
+        ru = r["hard"]["reliable_until"]
+        if ru is not None and ru < r["t"][-1]:
+            lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): the linear hard "
+                         f"process amplifies noise where it does not contract; raise --paths")
     if r.get("success_probability"):
         sp_ = r["success_probability"]
         lines.append(f"predicted P(hard cos^2 > 1/2) at d = {sp_['d']}, t = {r['t'][-1]}: {sp_['values'][-1]:.3g}")
