@@ -235,3 +235,14 @@ def test_solver_against_exact_t0_t1(case):
     for name, value, err in pairs:
         exact = ex[name]
         assert np.all(np.abs(value - exact) <= 4 * err + 1e-9), (name, value, exact, err)
+
+
+def test_window_covering_every_lag_is_the_direct_method():
+    """With window >= steps every R_u(t, s) comes from per-path Jacobians on the whole batch: the same numbers as
+    response="direct" with the response batch = the whole batch (float32 there: 1e-5 agreement)."""
+    kw = dict(**EASY, eta=1.0, steps=6, paths=4096, replicas=2, seed=5, kernels=True)
+    a = dmft(**kw, window=6)
+    b = dmft(**kw, response="direct", response_paths=4096)
+    assert a.settings["window"] == 6 and b.settings["response_paths_per_replica"] == a.settings["paths_per_replica"]
+    assert np.allclose(a.kernels["R_u"], b.kernels["R_u"], rtol=1e-4, atol=1e-6)
+    assert np.allclose(a.gram, b.gram, rtol=1e-5)
