@@ -56,6 +56,17 @@ from .errors import TheorykitError
 
 #: |r| or gram entries above this count as divergence
 DIVERGENCE_LIMIT = 1e8
+#: response="auto" uses Stein's lemma when every step size is at least this, propagated Jacobians otherwise
+STEIN_MIN_ETA = 0.25
+#: |r| above this excludes a single path (its probability weight is reported)
+PATH_LIMIT = 1e3
+#: per-sample curvature eta D / delta above this (for UNSTABLE_STEPS consecutive steps) excludes a path
+UNSTABLE_BOUND = 4.0
+UNSTABLE_STEPS = 1
+#: latent nodes with less probability than this may be excluded when their single-path dynamics is unstable
+NEGLIGIBLE_NODE = 1e-9
+#: total excluded probability weight above which the run counts as diverged
+EXCLUDED_LIMIT = 1e-4
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
 HARD_RELIABLE_RSE = 0.05
 #: default memory budget for the response arrays, bytes per replica
@@ -208,6 +219,21 @@ def _driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.nd
     return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
 
 
+def _curvature_range(der, m: int):
+    """Smallest and largest eigenvalue of every path's D (closed form for m <= 2)."""
+    if m == 1:
+        d = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
+        return d, d
+    Dm = der.D
+    if m == 2:
+        h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
+        rad = np.sqrt(h * h + Dm[:, 0, 1] ** 2)
+        mid = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1])
+        return mid - rad, mid + rad
+    ev = np.linalg.eigvalsh(Dm)
+    return ev[:, 0], ev[:, -1]
+
+
 def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`)."""
@@ -217,7 +243,14 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     m, k = net.m, link.k
     kH = hard_basis.shape[1]
     N, NR = len(batch.y), batch.NR
-    wt, rwt = batch.weight, batch.rweight
+    wt, rwt = batch.weight.copy(), batch.rweight.copy()
+    alive = np.ones(N, dtype=bool)
+    over = np.zeros(N, dtype=int)
+    # only latent nodes of negligible probability may be excluded (outer Gauss-Hermite nodes; every path for
+    # Monte-Carlo latents has weight 1/N and is never excluded): elsewhere an unstable path is GD's own divergence
+    negligible = batch.weight * batch.per_node < NEGLIGIBLE_NODE
+    top_at_divergence = None  # consecutive steps with per-sample curvature eta D / delta > 2
+    excluded, excluded_at = 0.0, None
     z, y = batch.z, batch.y
     zeta2 = (z @ hard_basis) ** 2  # (N, kH)
 
@@ -285,10 +318,42 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         wm = A[:, :(t + 1) * 2 * m] @ H[:t + 1].reshape((t + 1) * 2 * m, N)  # (2m, N); H[t, m:] is still 0
         base = (M[t].T @ z.T) + wm[:m]  # (m, N): M_t^T z + w^t
         r = base + wm[m:]
-        if not np.all(np.isfinite(r)) or np.max(np.abs(r)) > DIVERGENCE_LIMIT:
-            diverged = t
-            break
-        der = net.evaluate(r.T, y)
+        # Single paths at latent nodes of negligible probability (< NEGLIGIBLE_NODE: the outer Gauss-Hermite nodes,
+        # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
+        # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
+        # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported.  Measured:
+        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes without this (excluded weight
+        # 5e-13 with it).  Unstable paths of non-negligible probability are kept: they are GD's own divergence.
+        with np.errstate(invalid="ignore", over="ignore"):
+            rs = np.where(np.isfinite(r), r, 0.0)
+            der = net.evaluate(rs.T, y)
+            dmin, dmax = _curvature_range(der, m)
+            scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())
+            eta_t = etas[min(t, T - 1)] if T else 0.0
+            over = np.where(eta_t * dmax / delta > UNSTABLE_BOUND, over + 1, 0)
+            bad = (~np.all(np.isfinite(r), axis=0) | (np.max(np.abs(rs), axis=0) > PATH_LIMIT * scale)
+                   | ~np.isfinite(dmax) | (over >= UNSTABLE_STEPS)) & negligible
+        if np.any(bad & alive):
+            new_dead = bad & alive
+            excluded += float(wt[new_dead].sum())
+            excluded_at = t if excluded_at is None else excluded_at
+            alive &= ~new_dead
+            wt[new_dead] = 0.0
+            rwt[new_dead[:NR]] = 0.0
+            if excluded > EXCLUDED_LIMIT:
+                diverged = t
+                top_at_divergence = _weighted_quantiles(np.where(np.isfinite(dmax), dmax, np.inf),
+                                                        batch.weight, [1 - 1e-4])[0]
+                break
+        if not alive.all():
+            from dataclasses import replace
+
+            H[:t, m:, ~alive] = 0.0
+            dmin, dmax = np.where(alive, dmin, 0.0), np.where(alive, dmax, 0.0)
+            der = replace(der, **{name: np.where(alive if np.ndim(getattr(der, name)) == 1 else alive[:, None],
+                                                  np.broadcast_to(getattr(der, name),
+                                                                  (N,) + np.shape(getattr(der, name))[1:]), 0.0)
+                                  for name in ("f", "loss", "l1", "l2", "F", "grad_f", "curv")})
         train[t] = float(wt @ der.loss)
         test[t] = float(wt @ net.loss_values(base.T, y))
         H[t, m:] = der.F.T
@@ -307,18 +372,6 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
             target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
             target[:t + 1, t] = np.swapaxes(target[t, :t + 1], 1, 2)
         # ---- tails of D (smallest eigenvalue per path)
-        if m == 1:
-            dmin = dmax = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
-        else:
-            Dm = der.D
-            if m == 2:  # closed form for 2 x 2
-                h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
-                rad = np.sqrt(h * h + Dm[:, 0, 1] ** 2)
-                dmin = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1]) - rad
-                dmax = dmin + 2 * rad
-            else:
-                ev = np.linalg.eigvalsh(Dm)
-                dmin, dmax = ev[:, 0], ev[:, -1]
         tails[t, 0] = float(np.min(dmin[wt > 0]))
         tails[t, 1:] = _weighted_quantiles(dmin, wt, TAIL_LEVELS)
         dtop[t] = _weighted_quantiles(dmax, wt, [1 - 1e-4])[0]
@@ -386,11 +439,13 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag
     out = {
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
-        "Ezu": Ezu[:S], "D_tail": tails[:S], "D_top": dtop[:S],
+        "Ezu": Ezu[:S], "D_tail": tails[:S],
+        "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
         "C_mu": np.stack([h.C[idx, idx] for h in hard], axis=1) if kH else np.zeros((S, 0, m, m)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
-        "diverged": diverged, "repairs": repairs, "N": N, "NR": NR,
+        "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
+        "excluded_at": excluded_at,
     }
     return out
 
@@ -504,7 +559,7 @@ def _matrix(v, shape, name, default):
 def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, eta=None,
          steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None, paths: int = 20000,
          replicas: int = 8, latent: str = "auto", order: Optional[int] = None, response_paths: Optional[int] = None,
-         jitter: float = 1e-10, sampler: str = "sobol", response: str = "stein", window: int = 0, seed: int = 0,
+         jitter: float = 1e-10, sampler: str = "sobol", response: str = "auto", window: int = 0, seed: int = 0,
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False) -> DMFTResult:
     """Solve the discrete-time DMFT (THEORY.md section 3) and the hard-direction process (section 3b).
 
@@ -563,9 +618,14 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
     if latent not in ("gauss-hermite", "monte-carlo"):
         raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
-    if response not in ("stein", "direct"):
-        raise TheorykitError(f"response must be 'stein' or 'direct', got {response!r}")
+    if response not in ("auto", "stein", "direct"):
+        raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
     window = _check_int("window", window, 0)
+    if response == "auto":
+        # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
+        # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
+        # blew up at step 27-29 while direct Jacobians ran to t = 300.
+        response = "stein" if float(np.min(etas)) >= STEIN_MIN_ETA else "direct"
     if response == "stein":
         response_paths = 1  # no response batch is propagated
     if sampler not in ("sobol", "random"):
@@ -654,9 +714,20 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         curv = (f"; the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
                 f"eta * D / delta = {eta_max * top / delta:.3g} (GD is stable only if this stays below ~2: "
                 f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
+        stable = math.isfinite(top) and eta_max * top / delta < 2.0
+        excl = max(r_["excluded"] for r_ in results)
+        if response == "stein" and float(np.min(etas)) < STEIN_MIN_ETA:
+            cause = (f": with steps below {STEIN_MIN_ETA} Stein's-lemma responses amplify Monte-Carlo noise (their "
+                     f"error grows like 1/eta^2), which is the likely cause; use response='direct' (the 'auto' default)")
+        elif stable and excl <= EXCLUDED_LIMIT:
+            cause = (f": the per-sample curvature stayed stable, so this is a numerical instability of the "
+                     f"{response!r} response estimator, not of GD; try response='direct' (or 'stein' with more paths)")
+        else:
+            cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
+        what = (f"unstable paths weighing {excl:.2g} > {EXCLUDED_LIMIT:g} were excluded" if excl > EXCLUDED_LIMIT
+                else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
         diverged_at = {"step": int(step), "hint": (
-            f"the DMFT diverged at step {step} (C_theta or |r| above {DIVERGENCE_LIMIT:g}) with eta = {eta_max:g}"
-            f"{curv}: GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})")}
+            f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}")}
     tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
     # The hard process is a linear recursion driven by Monte-Carlo estimates of R_u^zeta; where it does not contract,
     # their noise acts as multiplicative noise and makes E[mu mu^T] grow spuriously (exponentially, at a rate ~ 1/paths:
@@ -677,6 +748,11 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "hard_basis": hard_basis.tolist(), "latent": latent, "order": (order if latent == "gauss-hermite" else None),
         "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
         "response_paths_per_replica": int(results[0]["NR"]), "paths_total": int(results[0]["N"]) * replicas,
+        "excluded_weight": max(r_["excluded"] for r_ in results),
+        "excluded_first_step": min((r_["excluded_at"] for r_ in results if r_["excluded_at"] is not None),
+                                   default=None),
+        "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight is "
+                    f"their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
         "jitter": jitter, "sampler": sampler, "response": response,
         "window": (window if response == "stein" else None), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
         "processes": procs,

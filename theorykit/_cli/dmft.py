@@ -1,7 +1,7 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response stein|direct] [--kernels] [--predict-d D] [--progress] [--json]
+[--response auto|stein|direct] [--kernels] [--predict-d D] [--progress] [--json]
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr}, D_tail
 [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with --kernels), settings,
@@ -31,7 +31,8 @@ def add_parser(sub):
     p.add_argument("--latent", default="auto", choices=["auto", "gauss-hermite", "monte-carlo"])
     p.add_argument("--order", type=int, default=None, help="Gauss-Hermite nodes per latent dimension")
     p.add_argument("--sampler", default="sobol", choices=["sobol", "random"])
-    p.add_argument("--response", default="stein", choices=["stein", "direct"])
+    p.add_argument("--response", default="auto", choices=["auto", "stein", "direct"],
+                   help="response estimator: Stein's lemma (eta >= 0.25) or propagated Jacobians (auto picks)")
     p.add_argument("--kernels", action="store_true", help="include the two-time kernels in the output")
     p.add_argument("--predict-d", type=int, default=None,
                    help="also give the predicted probability of hard overlap > 1/2 at this d (THEORY 3b)")
