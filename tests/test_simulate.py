@@ -10,7 +10,8 @@ from theorykit.cli import _clean, main
 from theorykit.errors import TheorykitError
 from theorykit.simulate import empirical_risk, risk_gradient, simulate
 
-JSON_KEYS = {"status", "t", "M", "gram", "train_loss", "test_loss", "success", "escape_time", "hessian", "settings"}
+JSON_KEYS = {"status", "t", "M", "gram", "train_loss", "test_loss", "population_test_loss",
+             "population_test_loss_error", "success", "escape_time", "hessian", "settings"}
 
 
 def _fd_gradient(net, X, y, theta, ridge, h=1e-5):
@@ -173,6 +174,7 @@ def test_cli_json_keys(capsys):
     assert out["status"] == "ok" and out["t"] == [0, 1, 2, 3]
     assert np.array(out["M"]).shape == (4, 1, 2) and np.array(out["gram"]).shape == (4, 2, 2)
     assert len(out["train_loss"]) == 4 and len(out["success"]) == 4 and out["hessian"] == []
+    assert len(out["population_test_loss"]) == 4 and len(out["population_test_loss_error"]) == 4
     s = out["settings"]
     assert s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in s
 
@@ -197,3 +199,59 @@ def test_hessian_lanczos_agrees_with_dense():
         assert hl["method"] == "lanczos" and hd["method"] == "dense" and len(hl["eigenvalues"]) == 5
         assert np.allclose(hd["eigenvalues"], hl["eigenvalues"], atol=1e-8)
         assert hd["hard_weight"] == pytest.approx(hl["hard_weight"], abs=1e-6)
+
+
+def _per_sample_test_losses(res, net, lk, theta):
+    """Rebuild the test set from the documented rng order and return the per-sample test losses at theta."""
+    s = res.settings
+    rng = np.random.default_rng(s["seed"])
+    rng.standard_normal((s["d"], s["width"]))
+    rng.standard_normal((s["n"], s["d"]))
+    if lk.noisy:
+        rng.standard_normal(s["n"])
+    X_test = rng.standard_normal((s["n_test"], s["d"]))
+    eps = rng.standard_normal(s["n_test"]) if lk.noisy else None
+    return net.loss_values(X_test @ theta, lk.response(X_test[:, :lk.k], eps))
+
+
+@pytest.mark.parametrize("link,width", [("z + z**2/2", 2), ("z + eps/2", 1)])
+def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
+    """At d = 2000 the test loss on the fresh test set agrees with the population test loss (from M_t and
+    C_t = gram_t - M_t^T M_t) within the test set's sampling error, at the first and the last step."""
+    d, seed = 2000, 7
+    res = simulate("tanh", link, "square", width, delta=2, d=d, steps=8, eta=1.0, seed=seed)
+    assert res.status == "ok"
+    pop, err = res.population_test_loss, res.population_test_loss_error
+    assert pop.shape == err.shape == res.test_loss.shape == (9,)
+    assert np.all(np.isfinite(pop)) and np.all(err < 1e-2)
+    assert res.settings["population_test_loss"]["max_error"] == pytest.approx(err.max())
+    net, lk = tk.Network("tanh", "square", width), tk.link(link)
+    rng = np.random.default_rng(seed)
+    theta0 = rng.standard_normal((d, width)) / math.sqrt(d)
+    for t, theta in ((0, theta0), (8, res.theta)):
+        losses = _per_sample_test_losses(res, net, lk, theta)
+        assert np.mean(losses) == pytest.approx(res.test_loss[t], rel=1e-10)
+        se = np.std(losses, ddof=1) / math.sqrt(len(losses))
+        assert abs(res.test_loss[t] - pop[t]) < 4 * se + err[t], (t, res.test_loss[t], pop[t], se)
+    # training moved the loss by many standard errors, so the agreement is not trivial
+    assert abs(pop[8] - pop[0]) > 5 * se
+
+
+def test_population_test_loss_skipped_with_too_many_gaussian_variables():
+    res = simulate("gelu", "staircase", "square", 3, delta=2, d=30, steps=2, eta=0.5, n_test=50)
+    assert res.population_test_loss is None and res.population_test_loss_error is None
+    assert "k + noisy + m = 2 + 0 + 3 > 4" in res.settings["population_test_loss"]
+    out = res.as_dict()
+    assert out["population_test_loss"] is None and set(out) == JSON_KEYS
+
+
+def test_population_test_loss_exact_for_polynomial_network():
+    res = simulate("quad", "phase-retrieval", "square", 2, delta=2, d=50, steps=3, eta=0.05, n_test=50)
+    assert "population_test_loss" not in res.settings  # computed on first access: sweeps never pay for it
+    assert np.all(res.population_test_loss_error == 0.0)
+    (method,) = res.settings["population_test_loss"]["methods"]
+    assert "exact for polynomials" in method
+    # independent check at t = 0 with the population_loss front door
+    M, gram = res.M[0], res.gram[0]
+    e = tk.population_loss(tk.Network("quad", "square", 2), "phase-retrieval", M, gram - M.T @ M)
+    assert e.value == pytest.approx(res.population_test_loss[0], rel=1e-12)

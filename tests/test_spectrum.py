@@ -137,6 +137,8 @@ def test_bad_inputs_raise_one_line_errors():
         lambda: hessian_bottom(X, der, hard_dirs=np.eye(9)[:, :1]),
         lambda: hessian_bottom(X, der, k=3, max_matvecs=5, mixed_precision=False),  # not converged
         lambda: hessian_bottom(np.where(X > 2, np.nan, X), der),
+        lambda: hessian_bottom(np.where(X > 2, np.inf, X), der, mixed_precision=True, threads=2),
+        lambda: hessian_bottom(X, der, threads=0),
     ]
     for f in bad:
         with pytest.raises(TheorykitError) as err:
@@ -145,3 +147,74 @@ def test_bad_inputs_raise_one_line_errors():
     big = tk.Network("gelu", "square", 2).evaluate(np.zeros((1, 2)), np.zeros(1))
     with pytest.raises(TheorykitError, match="6000"):
         dense_hessian(np.zeros((1, 3001)), big)
+
+
+# ------------------------------------------------------------------ the fused, chunked, threaded product
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ridge", [0.0, 0.2])
+def test_fused_operator_matches_two_matmul_product(monkeypatch, threads, ridge):
+    from theorykit import spectrum as sp
+
+    monkeypatch.setattr(sp, "CHUNK_BYTES", 4 * 40 * 7)  # 7-row float32 chunks: many chunks, uneven last one
+    X, y, net, theta = make("gelu-logistic", d=40, delta=3.0, seed=11)
+    der = net.evaluate(X @ theta, y)
+    Q = np.random.default_rng(12).standard_normal((80, 5))
+    ref = np.stack([hessian_matvec(X, der, Q[:, c], ridge=ridge).ravel() for c in range(5)], axis=1)
+    with sp._row_parallel(threads) as (pool, limiter):
+        assert (pool is None) == (threads == 1)
+        op = sp._Operator(X, der, ridge, True, pool, limiter)
+        assert op.single and op.X32.dtype == np.float32
+        assert np.allclose(op.row_norm2, np.sum(X * X, axis=1), rtol=1e-5)
+        assert np.allclose(op.apply(Q), ref, rtol=1e-12, atol=1e-13 * np.abs(ref).max())
+        assert np.allclose(op.apply(Q, single=True), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    assert np.allclose(sp._apply_block(X, der, Q, ridge), ref, rtol=1e-12, atol=1e-13 * np.abs(ref).max())
+
+
+def test_operator_leaves_float32_when_x_exceeds_its_range():
+    from theorykit import spectrum as sp
+
+    X, y, net, theta = make("quad-square", d=10, seed=13)
+    der = net.evaluate(X @ theta, y)
+    X = X.copy()
+    X[3, 2] = 1e39  # finite in float64, inf in float32
+    op = sp._Operator(X, der, 0.0, True)
+    assert not op.single and np.isfinite(op.row_norm2).all()
+    X[3, 2] = np.inf
+    with pytest.raises(TheorykitError, match="non-finite"):
+        sp._Operator(X, der, 0.0, True)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_lanczos_threaded_and_float64_continuation(monkeypatch, case):
+    """Row-parallel products (2 threads, small chunks) and a tol below the float32 floor, which makes the float32
+    phase hand over to float64 Lanczos; both still match dense eigh."""
+    from theorykit import spectrum as sp
+
+    monkeypatch.setattr(sp, "CHUNK_BYTES", 4 * 60 * 16)
+    monkeypatch.setattr(sp, "BASIS_PARALLEL_MIN", 16)  # basis products split between the threads too
+    X, y, net, theta = make(case, d=60, delta=4.0, seed=14)
+    der = net.evaluate(X @ theta, y)
+    k = 5
+    w, V = np.linalg.eigh(dense_hessian(X, der))
+    for tol in (1e-8, 1e-13):
+        spec = hessian_bottom(X, der, k=k, tol=tol, mixed_precision=True, threads=2, block_size=6)
+        assert np.allclose(spec.eigenvalues, w[:k], rtol=0, atol=max(1e-8, 10 * tol * np.abs(w).max()))
+        gaps = np.minimum(np.diff(w[: k + 1])[:k], np.r_[np.inf, np.diff(w[:k])])
+        ov = np.abs(np.einsum("kp,pk->k", spec.eigenvectors.reshape(k, -1), V[:, :k]))
+        assert np.all(ov[gaps > 1e-3] > 1 - 1e-6)
+        assert spec.residuals.max() <= 10 * np.sqrt(tol) * np.abs(w).max()
+
+
+def test_basis_products_split_between_threads():
+    from theorykit import spectrum as sp
+
+    rng = np.random.default_rng(15)
+    A, B, S = rng.standard_normal((5000, 37)), rng.standard_normal((5000, 6)), rng.standard_normal((37, 6))
+    with sp._row_parallel(2) as (pool, limiter):
+        basis = sp._Basis(pool, 5000)
+        assert basis.pool is not None
+        assert np.allclose(basis.mm(A, S), A @ S, rtol=1e-13, atol=1e-12)
+        assert np.allclose(basis.tmm(A, B), A.T @ B, rtol=1e-13, atol=1e-11)
+        W = sp._orthonormalise_against(B, np.linalg.qr(A)[0], basis=basis)
+        assert np.allclose(W.T @ W, np.eye(6), atol=1e-12) and np.abs(A.T @ W).max() < 1e-10
+    assert sp._Basis(None, 5000).pool is None and sp._Basis(pool, 100).pool is None

@@ -31,7 +31,6 @@ trajectory) costs one network evaluation on the nodes per (M, C).
 """
 from __future__ import annotations
 
-from math import prod
 from typing import Optional
 
 import numpy as np
@@ -110,7 +109,7 @@ class PopulationLoss:
     D of Gaussian variables; samples, seed: the Monte Carlo tier.  Call it with (M, C) for an :class:`Expectation`.
     """
 
-    def __init__(self, net, link, *, order: Optional[int] = None, samples: int = 200_000, seed: int = 0):
+    def __init__(self, net, link, *, order: Optional[int | dict] = None, samples: int = 200_000, seed: int = 0):
         from .symbolic.ingredients import Link, link as make_link
         from .symbolic.network import Network
 
@@ -118,6 +117,7 @@ class PopulationLoss:
             raise TheorykitError(f"net must be a theorykit.Network, got {type(net).__name__}")
         self.net = net
         self.link = link if isinstance(link, Link) else make_link(link)
+
         def bad(o):
             return isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o <= 400
 

@@ -19,7 +19,12 @@ Conventions (all recorded in ``result.settings``):
   If m < q only m singular vectors exist and overlap_t <= m / q.  escape_time = first t with success (None if never).
 * **train_loss** is the empirical risk (1/n) sum_i l(y_i, f(r_i)) *without* the ridge term; the ridge term at step t
   is (ridge/2) trace(gram_t).  **test_loss** is the same average over a fresh test set of n_test samples (default
-  n_test = max(2000, n)), drawn once.
+  n_test = max(2000, n)), drawn once.  **population_test_loss** is its expectation over a fresh sample,
+  E[l(y, f(M_t^T z + g))] with g ~ N(0, C_t), C_t = gram_t - M_t^T M_t (exact at every d because Theta* is the first
+  k axes: r = Theta^T x = M_t^T z + Theta_t[k:]^T x[k:]), by theorykit.population with Gauss-Hermite quadrature
+  (orders POPULATION_ORDER, or exact for polynomial sigma, l, h), computed from M and gram on first access (after the
+  run, so it costs nothing in the GD loop) when k + noisy + m <= 4 (else None; ``settings["population_test_loss"]``
+  says which).
 * **Random init**: theta_j(0) ~ N(0, I_d/d).  **Spectral init**: the top-m eigenvectors (unit norm, largest-|entry|
   positive) of (1/n) sum_i T(y_i) x_i x_i^T, default T(y, delta) = (y - 1)/(y + sqrt(2 delta) - 1)
   (:data:`DEFAULT_SPECTRAL_T`).
@@ -55,6 +60,9 @@ MEMORY_FRACTION = 0.6
 THETA_NORM2_LIMIT = 1e100
 #: hessian_method "auto" uses the dense eigensolver up to this md, Lanczos above
 HESSIAN_DENSE_MAX = 400
+#: Gauss-Hermite nodes per axis of the per-step population test loss, by the number of Gaussian variables
+#: k + noisy + rank(C_t) (modest: it runs at every step; the error estimate says how good it is)
+POPULATION_ORDER = {1: 100, 2: 64, 3: 24, 4: 12}
 #: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
 LOSS_GROWTH_LIMIT = 1e12
 THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
@@ -79,6 +87,12 @@ class SimulationResult:
     settings      every input and convention (JSON-safe)
     diverged_at   None, or {"step", "loss", "hint"} when status == "diverged"
     theta         (d, m) the final weights (None when diverged; not part of the JSON output)
+    population_test_loss        (T,) the population (fresh-sample) test loss E[l(y, f(M_t^T z + g))], g ~ N(0, C_t),
+                                C_t = gram_t - M_t^T M_t (theorykit.population), or None when k + noisy + m > 4
+                                (settings["population_test_loss"] says which)
+    population_test_loss_error  (T,) its quadrature error estimate (0 for the exact polynomial tier), or None
+    Both are computed on first access (or by as_dict) from M and gram, so runs that never read them (sweeps) pay
+    nothing; computing them fills settings["population_test_loss"].
     """
 
     status: str
@@ -94,12 +108,38 @@ class SimulationResult:
     settings: dict
     diverged_at: Optional[dict] = None
     theta: Optional[np.ndarray] = field(default=None, repr=False)
+    _population_inputs: Optional[tuple] = field(default=None, repr=False, compare=False)  # (net, link)
+    _population_cache: Optional[tuple] = field(default=None, repr=False, compare=False)
+
+    @property
+    def population_test_loss(self) -> Optional[np.ndarray]:
+        """(T,) population test loss (class docstring), computed from M and gram on first access."""
+        return self._population()[0]
+
+    @property
+    def population_test_loss_error(self) -> Optional[np.ndarray]:
+        return self._population()[1]
+
+    def _population(self) -> tuple:
+        if self._population_cache is None:
+            if self._population_inputs is None:
+                self._population_cache = (None, None)
+            else:
+                net, lk = self._population_inputs
+                self._population_cache = _population_test_loss(net, lk, self.M, self.gram, self.settings)
+        return self._population_cache
 
     def as_dict(self) -> dict:
-        """The JSON contract: keys status, t, M, gram, train_loss, test_loss, success, escape_time, hessian, settings
-        (plus diverged_at when diverged)."""
+        """The JSON contract: keys status, t, M, gram, train_loss, test_loss, population_test_loss (list or null),
+        population_test_loss_error (list or null), success, escape_time, hessian, settings (plus diverged_at when
+        diverged)."""
+        def opt(a):
+            return None if a is None else np.asarray(a).tolist()
+
         out = {"status": self.status, "t": self.t.tolist(), "M": self.M.tolist(), "gram": self.gram.tolist(),
                "train_loss": self.train_loss.tolist(), "test_loss": self.test_loss.tolist(),
+               "population_test_loss": opt(self.population_test_loss),
+               "population_test_loss_error": opt(self.population_test_loss_error),
                "success": [bool(s) for s in self.success], "escape_time": self.escape_time,
                "hessian": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in h.items()}
                            for h in self.hessian],
@@ -272,6 +312,38 @@ def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
     return {"eigenvalues": ev, "hard_overlap2": ov, "hard_weight": hw, "method": str(hs.method)}
 
 
+def _population_test_loss(net, lk, M_hist, gram_hist, settings):
+    """Population test loss and its error at every recorded step (module docstring), or (None, None) with the reason
+    in settings["population_test_loss"]."""
+    from .population import PopulationLoss, QUADRATURE_MAX_DIM
+
+    k, m, noisy = lk.k, net.m, int(lk.noisy)
+    if k + noisy + m > QUADRATURE_MAX_DIM:
+        settings["population_test_loss"] = (f"not computed: k + noisy + m = {k} + {noisy} + {m} > "
+                                            f"{QUADRATURE_MAX_DIM} Gaussian variables (use theorykit.population_loss "
+                                            "with Monte Carlo on M and gram)")
+        return None, None
+    T = len(M_hist)
+    vals, errs, methods = np.empty(T), np.empty(T), {}
+    pl = PopulationLoss(net, lk, order=POPULATION_ORDER)  # rules and y on the nodes are built once
+    for t in range(T):
+        M = M_hist[t]
+        C = gram_hist[t] - M.T @ M
+        s, U = np.linalg.eigh((C + C.T) / 2)
+        C = (U * np.clip(s, 0.0, None)) @ U.T  # clamp rounding-level negative eigenvalues of gram - M^T M
+        try:
+            e = pl(M, C)
+            vals[t], errs[t], meth = e.value, e.error, e.method
+        except TheorykitError as exc:  # e.g. the loss overflows on the nodes just before a divergence
+            vals[t], errs[t], meth = np.inf, np.inf, f"not finite: {exc}"
+        methods[meth] = methods.get(meth, 0) + 1
+    settings["population_test_loss"] = {
+        "definition": "E[l(y, f(M_t^T z + g))], z ~ N(0, I_k), g ~ N(0, C_t), C_t = gram_t - M_t^T M_t",
+        "methods": {meth: f"{c} step{'s' if c != 1 else ''}" for meth, c in methods.items()},
+        "max_error": float(errs.max(initial=0.0))}
+    return vals, errs
+
+
 def _check_number(name, value, cond, what):
     try:
         v = float(value)
@@ -439,4 +511,4 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
         gram=gram_hist[:T].copy(), train_loss=train[:T].copy(), test_loss=test[:T].copy(),
         overlap=overlap[:T].copy(), success=success, escape_time=int(hits[0]) if hits.size else None,
         hessian=hessian, settings=settings, diverged_at=diverged_at,
-        theta=theta.copy() if diverged_at is None else None)
+        theta=theta.copy() if diverged_at is None else None, _population_inputs=(net, lk))

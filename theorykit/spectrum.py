@@ -3,37 +3,47 @@
 For L(Theta) = (1/n) sum_i loss(y_i, f(Theta^T x_i)) + (ridge/2) ||Theta||_F^2, with Theta in R^{d x m},
 
     H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I            (md x md),   D_i = D(r_i, y_i),  r_i = Theta^T x_i,
-    H V = (1/n) X^T [D_i (X V)_i]_i + ridge V               for V in R^{d x m}: two matmuls and one D_apply.
+    H V = (1/n) X^T [D_i (X V)_i]_i + ridge V               for V in R^{d x m}: two matmuls and D_i per sample.
 
 Vector convention (stated once, here): a vector of length md is a Theta-shaped (d, m) array flattened in C order,
 i.e. entry a*m + j is Theta[a, j] (input coordinate a, hidden unit j).  ``dense_hessian`` and the flattened
 eigenvectors use this order; eigenvectors are returned reshaped to (d, m) with unit Frobenius norm.
 
 The per-sample D_i come only from :meth:`theorykit.Network.evaluate` (a :class:`theorykit.Derivatives`), through
-``derivs.D_apply`` (matvecs) and ``derivs.D`` (dense assembly): there is no second copy of the network's derivatives.
+``derivs.D_apply`` (single products) and ``derivs.D`` (block products and dense assembly): there is no second copy of
+the network's derivatives.
 
 Bottom eigenpairs (``hessian_bottom``, method "lanczos"): a block Krylov method (block Lanczos with full
 reorthogonalisation and thick restart by Rayleigh-Ritz; the expansion block is the residual block of the lowest
-unconverged Ritz pairs, which spans the same space as the next block-Krylov step).  Why a block method: the matvec
-streams the n x d matrix X twice and is memory-bound, so H applied to a block of 16 vectors costs about 1.5-2x one
-vector, and the block method needs far fewer passes over X than single-vector Lanczos.  Krylov spaces are shift
+unconverged Ritz pairs, which spans the same space as the next block-Krylov step).  Krylov spaces are shift
 invariant, so no spectral shift is needed: Rayleigh-Ritz picks the smallest algebraic Ritz values directly, and
 convergence is tested on residuals against ||H|| (ARPACK tests them against |lambda|, which asks for tiny
-residuals when the wanted eigenvalues are near zero).  Two accelerations: the start block holds the
-single-sample spike vectors x_i (x) u_i (THEORY.md section 5: the negative end of H is made of such spikes), and a
-first phase uses float32 products, followed by float64 Lanczos that makes every convergence decision.  Every
-returned pair is re-checked with a fresh float64 product.
+residuals when the wanted eigenvalues are near zero).  What makes it fast:
 
-Measured (benchmarks/bench_hessian.py --compare; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10,
-tol = 1e-10, 2 shared cores): this method 1.2-1.4 s (about 300 vector products); without the float32 phase 1.6 s;
-scipy eigsh which="SA" 4.8-6.5 s (111-118 products); eigsh which="LA" on (sigma_max I - H) 8-10 s (about 180
-products: no better than "SA", as shift invariance predicts); lobpcg (block 16, no preconditioner) 7.4 s (649
-products, and it fails to converge at d = 300); dense_hessian 3.3-3.8 s + numpy.linalg.eigh 10.5-11.5 s.
-Bottom eigenvalue vs dense eigh: |diff| ~ 5e-12.
+* the product: H Q for a block Q of b vectors is fused over row chunks of X (R = X_c Q, R_i <- D_i R_i,
+  acc += X_c^T R while X_c is in cache), so one block product streams X from memory once; the chunks are split
+  between threads that each run single-threaded BLAS (multi-threaded BLAS on small chunks synchronises in every call
+  and collapses when the cores are shared);
+* precision: the Krylov phase uses float32 products (float32 copy of X made in the same chunked pass that computes
+  |x_i|^2 and checks finiteness), then ONE float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and
+  the convergence test on float64 residuals.  float32 products carry errors ~1e-7 ||H||: if tol asks for more
+  (tol < TOL32), float64 Lanczos continues from there;
+* the start block holds the single-sample spike vectors x_i (x) u_i (THEORY.md section 5: the negative end of H is
+  made of such spikes); they capture ~70-90% of each of the 10 bottom eigenvectors in the benchmark problem.
+
+Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, 2 shared
+cores): see the benchmark's docstring for the current numbers.  Alternatives measured there: scipy eigsh
+which="SA" (111-118 single-vector products, 5-6 s), lobpcg (fails to converge without preconditioner), and
+Chebyshev-filtered subspace iteration (ChFSI, 590-960 products for the same accuracy: twice block Lanczos's work,
+because the Krylov space of the same dimension contains the best polynomial filter for every Ritz vector).
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -94,19 +104,213 @@ def _check(X, derivs, ridge, check_x: bool = True) -> tuple[np.ndarray, int, int
 def _apply_block(X: np.ndarray, derivs: Derivatives, Q: np.ndarray, ridge: float) -> np.ndarray:
     """H Q for Q of shape (md, b) (columns are C-order flattened (d, m) arrays), returned in float64.
 
-    With a float32 X (the first phase of mixed-precision Lanczos) both matmuls run in float32."""
+    Two full matmuls (reference implementation, used by the benchmark's scipy baselines); ``_Operator.apply`` is the
+    fused, chunked version that hessian_bottom uses.  With a float32 X both matmuls run in float32."""
     n, d = X.shape
     md, b = Q.shape
     m = md // d
     R = (X @ Q.astype(X.dtype, copy=False).reshape(d, m * b)).reshape(n, m, b)
-    out = np.empty_like(R)
-    for c in range(b):  # D_apply is O(n m): the loop is negligible next to the two matmuls
-        out[:, :, c] = derivs.D_apply(R[:, :, c])
+    out = np.matmul(derivs.D.astype(X.dtype, copy=False), R)  # D_i (m x m) applied to the b columns of sample i
     HQ = (X.T @ out.reshape(n, m * b)).reshape(md, b).astype(float, copy=False)
     HQ /= n
     if ridge:
         HQ += ridge * Q
     return HQ
+
+
+def BLOCK_SIZE(k: int) -> int:
+    """Default Lanczos block size for k wanted pairs.  b = k (at least 8): the expansion block holds the residuals of
+    the lowest unconverged Ritz pairs, and extra columns beyond k cost products without saving steps (benchmark:
+    b = 10 and b = 16 both take 14 steps, 163 vs 242 products)."""
+    return max(k, 8)
+
+
+def FIRST_BLOCK(k: int) -> int:
+    """Default size of the first block (spike vectors plus 2 random): wider than the later blocks because one wide
+    product is cheap per vector and the spikes are good start vectors."""
+    return 2 * k + 4
+
+
+#: the Lanczos basis holds at most MAX_DIM_BLOCKS blocks (and Q, HQ at most BASIS_BYTES) before a thick restart
+MAX_DIM_BLOCKS = 24
+BASIS_BYTES = 2 ** 28
+#: products with the Lanczos basis are split between threads from this md on
+BASIS_PARALLEL_MIN = 4096
+#: the float32 phase stops at max(tol, TOL32): float32 products carry errors ~1e-7 ||H||, so smaller residuals need
+#: float64 products
+TOL32 = 1e-10
+
+#: bytes of X per row chunk in the fused product: the chunk is read from memory once and re-read from cache
+CHUNK_BYTES = 2 ** 20
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def _row_parallel(threads: Optional[int]):
+    """A pool of ``threads`` Python threads for the fused products, each running single-threaded BLAS on its own row
+    range (threadpoolctl limits BLAS to one thread: ``limiter()``).  Independent row ranges need no
+    synchronisation until the final sum, unlike multi-threaded BLAS on small chunks, which synchronises its threads
+    in every call and slows down badly when the cores are shared.  Yields (pool, limiter) or (None, None) when there
+    is one thread or threadpoolctl is missing (then BLAS threads as usual); pool.threads is the number of threads."""
+    threads = _cpu_count() if threads is None else int(threads)
+    if threads <= 1:
+        yield None, None
+        return
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        yield None, None
+        return
+    controller = ThreadpoolController()
+    with ThreadPoolExecutor(threads, thread_name_prefix="theorykit-hessian") as pool:
+        pool.threads = threads
+        yield pool, (lambda: controller.limit(limits=1, user_api="blas"))
+
+
+class _Basis:
+    """Tall-skinny products with the Lanczos basis (md x cur times small matrices), split by rows between the pool's
+    threads (single-threaded BLAS each); plain numpy without a pool."""
+
+    def __init__(self, pool=None, md: int = 0):
+        self.pool = pool if (pool is not None and md >= BASIS_PARALLEL_MIN) else None
+        if self.pool is not None:
+            w = pool.threads
+            self.edges = [(round(i * md / w), round((i + 1) * md / w)) for i in range(w)]
+
+    def _map(self, f):
+        futures = [self.pool.submit(f, lo, hi) for lo, hi in self.edges]
+        return [fu.result() for fu in futures]
+
+    def mm(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """A @ B (A tall)."""
+        if self.pool is None:
+            return A @ B
+        out = np.empty((A.shape[0], B.shape[1]))
+
+        def f(lo, hi):
+            np.matmul(A[lo:hi], B, out=out[lo:hi])
+
+        self._map(f)
+        return out
+
+    def tmm(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """A^T @ B (A, B tall)."""
+        if self.pool is None:
+            return A.T @ B
+        parts = self._map(lambda lo, hi: A[lo:hi].T @ B[lo:hi])
+        out = parts[0]
+        for p in parts[1:]:
+            out += p
+        return out
+
+
+class _Operator:
+    """Block products with H, fused over row chunks of X (one pass over X per block instead of two).
+
+    For each chunk X_c of rows: R = X_c Q, R_i <- D_i R_i, acc += X_c^T R (computed transposed); the chunk
+    (CHUNK_BYTES) is still in cache for the second matmul, so the product streams X from memory once.  With a thread pool (``_row_parallel``)
+    each thread takes a contiguous range of rows with its own accumulator.  ``single=True`` products use a float32
+    copy of X and D (about 2x faster: half the bytes and twice the SIMD width), accumulated in float32 and returned in
+    float64.  The float32 copy is made in the same chunked pass that computes the row norms |x_i|^2 (for the spike
+    start) and checks that X is finite.
+    """
+
+    def __init__(self, X: np.ndarray, derivs: Derivatives, ridge: float, mixed: bool, pool=None, limiter=None):
+        self.X, self.ridge = X, ridge
+        self.n, self.d = X.shape
+        self.D = derivs.D  # (n, m, m), from the network's derivatives
+        self.m = self.D.shape[1]
+        self.DT = np.ascontiguousarray(self.D.transpose(1, 2, 0))  # (m, m, n): D[:, j, l] contiguous per chunk
+        self.X32 = self.DT32 = None
+        self.pool, self.limiter = pool, limiter
+        n, d = self.n, self.d
+        rn = None
+        with np.errstate(over="ignore", invalid="ignore"):
+            if mixed:
+                X32 = np.empty((n, d), dtype=np.float32)
+                rn = np.empty(n)
+
+                def prepare(lo, hi):
+                    for s in range(lo, hi, self._rows(4)):
+                        e = min(s + self._rows(4), hi)
+                        c = X32[s:e]
+                        np.copyto(c, X[s:e], casting="same_kind")
+                        rn[s:e] = np.einsum("ij,ij->i", c, c)
+
+                self._map(prepare)
+                if np.all(np.isfinite(rn)):
+                    self.X32, self.DT32 = X32, self.DT.astype(np.float32)
+                else:
+                    del X32  # non-finite X, or entries beyond the float32 range: check, then stay in float64
+                    rn = None
+            if rn is None:
+                rn = np.einsum("ij,ij->i", X, X)
+        if not np.all(np.isfinite(rn)) and not np.all(np.isfinite(X)):  # |x_i|^2 finite => x_i finite
+            raise TheorykitError("X contains non-finite values")
+        self.row_norm2 = rn
+
+    @property
+    def single(self) -> bool:
+        return self.X32 is not None
+
+    def _rows(self, itemsize: int) -> int:
+        return max(16, CHUNK_BYTES // (itemsize * max(self.d, 1)))
+
+    def _map(self, part):
+        """[part(lo, hi) for the row ranges of the pool's threads] (one range without a pool)."""
+        n = self.n
+        if self.pool is None or n < 2 * self._rows(4):
+            return [part(0, n)]
+        w = self.pool.threads
+        edges = [round(i * n / w) for i in range(w + 1)]
+        with self.limiter():
+            futures = [self.pool.submit(part, lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+            return [f.result() for f in futures]
+
+    def apply(self, Q: np.ndarray, single: bool = False) -> np.ndarray:
+        """H Q for Q (md, b), in float64 (single: float32 products).
+
+        Computed transposed, (H Q)^T = sum_c [D (X_c Q)]^T X_c: with b ~ 10 columns, OpenBLAS runs the wide-output
+        forms Q^T X_c^T and R^T X_c about 1.5x faster than X_c Q and X_c^T R (measured, float32, 1 thread)."""
+        d, m = self.d, self.m
+        md, b = Q.shape
+        X, DT = (self.X32, self.DT32) if single else (self.X, self.DT)
+        QT = np.ascontiguousarray(np.asarray(Q, dtype=X.dtype).reshape(d, m * b).T)  # (m b, d), row j b + c
+        cs = self._rows(X.dtype.itemsize)
+
+        def part(lo, hi):
+            accT = np.zeros((m * b, d), dtype=X.dtype)
+            for s in range(lo, hi, cs):
+                e = min(s + cs, hi)
+                Xc = X[s:e]
+                RT = (QT @ Xc.T).reshape(m, b, e - s)  # RT[l, c, i] = (X_c Q)_{i, l b + c}
+                RT = np.einsum("jli,lci->jci", DT[:, :, s:e], RT)  # D_i applied per sample
+                accT += RT.reshape(m * b, e - s) @ Xc
+            return accT
+
+        parts = self._map(part)
+        HQT = parts[0].astype(float)
+        for p in parts[1:]:
+            HQT += p
+        HQ = np.ascontiguousarray(HQT.T).reshape(md, b)
+        HQ /= self.n
+        if self.ridge:
+            HQ += self.ridge * Q
+        return HQ
+
+    def spike_start(self, count: int) -> np.ndarray:
+        """Start vectors x_i (x) u_i for the samples whose single-sample spike lambda_min(D_i) |x_i|^2 / n is lowest
+        (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (THEORY.md section 5)."""
+        lam, U = np.linalg.eigh(self.D)
+        idx = np.argsort(lam[:, 0] * self.row_norm2)[:count]
+        S = self.X[idx][:, :, None] * U[idx, None, :, 0]  # (count, d, m)
+        return S.reshape(len(idx), -1).T
 
 
 # ---------------------------------------------------------------------------------------------- public API
@@ -179,14 +383,14 @@ def _hard_overlap2(vecs: np.ndarray, hard_dirs, d: int) -> np.ndarray:
     return np.einsum("khm,khm->k", P, P)
 
 
-def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) -> np.ndarray:
+def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8, basis=None) -> np.ndarray:
     """Columns of W made orthonormal and orthogonal to span(Q) (two Gram-Schmidt passes), dropping dependent ones."""
     norms0 = np.linalg.norm(W, axis=0)
     keep = norms0 > 0
     W = W[:, keep] / norms0[keep]
-    for _ in range(2):
+    for sweep in range(2):
         if Q.shape[1]:
-            W = W - Q @ (Q.T @ W)
+            W = W - (basis.mm(Q, basis.tmm(Q, W)) if basis is not None else Q @ (Q.T @ W))
         if W.shape[1] == 0:
             return W
         # rank-revealing step: eigen-decompose the Gram matrix, keep well-conditioned directions
@@ -194,6 +398,11 @@ def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) ->
         s, U = np.linalg.eigh((G + G.T) / 2)
         good = s > drop ** 2 * max(1.0, s.max())
         W = W @ (U[:, good] / np.sqrt(s[good]))
+        if sweep == 0 and good.all() and s.min() > 1e-4 * max(1.0, s.max()):
+            # little cancellation (W was nearly orthogonal to span(Q), as Ritz residuals are, and well conditioned):
+            # rounding errors along span(Q) were amplified by at most 1/sqrt(s_min) = 100, so the columns are
+            # orthogonal to span(Q) to ~1e-14 and a second sweep ("twice is enough") would not change them
+            break
     return W
 
 
@@ -213,62 +422,71 @@ def _ritz_converged(theta: np.ndarray, rn: np.ndarray, tol: float, scale: float,
     return (rn <= slack * np.sqrt(tol) * scale) & (err <= slack * tol * scale)
 
 
-def _spike_start(X: np.ndarray, derivs: Derivatives, count: int) -> np.ndarray:
-    """Start vectors x_i (x) u_i for the samples whose single-sample spike lambda_min(D_i) |x_i|^2 / n is lowest
-    (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (THEORY.md section 5)."""
-    n, d = X.shape
-    lam, U = np.linalg.eigh(derivs.D)
-    score = lam[:, 0] * np.einsum("ij,ij->i", X, X)
-    idx = np.argsort(score)[:count]
-    S = X[idx][:, :, None] * U[idx, None, :, 0]  # (count, d, m)
-    return S.reshape(len(idx), -1).T
+def _rayleigh_ritz(Y: np.ndarray, AY: np.ndarray):
+    """Rayleigh-Ritz on span(Y) (orthonormal columns) from the products AY = H Y: (theta, Z, AZ, ||AZ - Z theta||)."""
+    T = Y.T @ AY
+    theta, S = np.linalg.eigh((T + T.T) / 2)
+    Z, AZ = Y @ S, AY @ S
+    return theta, Z, AZ, np.linalg.norm(AZ - Z * theta, axis=0)
 
 
 def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int, max_matvecs: int, rng,
-                   start=None, rough: bool = False):
+                   start=None, known=None, rough: bool = False, scale: float = 0.0, first: int | None = None,
+                   basis=None):
     """Bottom k eigenpairs of a symmetric operator given by apply((md, b)) -> (md, b).
 
     Block Krylov space with full reorthogonalisation; each step adds (at most b) residuals of the lowest
     unconverged Ritz pairs; when the basis would exceed max_dim, thick restart onto the lowest Ritz vectors.
-    T = Q^T H Q is kept up to date incrementally (one small product per step).  rough=True (the float32 phase):
-    stop at convergence or at max_matvecs without raising, and return the lowest max(b, k) Ritz pairs unverified.
+    T = Q^T H Q is kept up to date incrementally (one small product per step).  The first block is ``known`` =
+    (Q0, H Q0) (orthonormal Q0, products already computed) or else ``start`` completed with random columns to
+    ``first`` columns (default b; a wider first block is cheaper per vector).
+    rough=True (the float32 phase): stop at convergence or at max_matvecs without raising, and return the lowest
+    max(b, k) Ritz pairs unverified.  Returns (theta, Y, residual norms, matvecs, scale) where scale ~ ||H|| is the
+    largest |Ritz value| seen.  ``basis`` (a _Basis) runs the products with the basis on the thread pool.
     """
+    basis = basis if basis is not None else _Basis()
     b = min(block, md)
-    max_dim = min(max(max_dim, 3 * b + k), md)
-    Q = np.empty((md, max_dim))
-    AQ = np.empty((md, max_dim))
+    max_dim = min(max(max_dim, 3 * b + k, (first or 0) + b), md)
+    Q = np.empty((md, max_dim), order="F")  # column-major: the active basis Q[:, :cur] is one contiguous block
+    AQ = np.empty((md, max_dim), order="F")
     T = np.zeros((max_dim, max_dim))
     state = {"cur": 0, "matvecs": 0}
 
-    def add(W):
+    def add(W, AW=None):
         cur, c = state["cur"], W.shape[1]
-        AW = apply(np.ascontiguousarray(W))
-        state["matvecs"] += c
+        if AW is None:
+            AW = apply(np.ascontiguousarray(W))
+            state["matvecs"] += c
         Q[:, cur:cur + c] = W
         AQ[:, cur:cur + c] = AW
-        T[:cur + c, cur:cur + c] = Q[:, :cur + c].T @ AW
+        T[:cur + c, cur:cur + c] = basis.tmm(Q[:, :cur + c], AW)
         T[cur:cur + c, :cur] = T[:cur, cur:cur + c].T
         state["cur"] = cur + c
 
-    V0 = rng.standard_normal((md, b))
-    if start is not None:
-        c = min(start.shape[1], b)
-        V0[:, :c] = start[:, :c]
-    add(_orthonormalise_against(V0, Q[:, :0]))
-    scale = np.finfo(float).tiny
+    if known is not None:
+        add(*known)
+    else:
+        f = min(max(first or b, b), md)
+        V0 = rng.standard_normal((md, f))
+        if start is not None:
+            c = min(start.shape[1], f)
+            V0[:, :c] = start[:, :c]
+        add(_orthonormalise_against(V0, Q[:, :0]))
+    scale = max(scale, np.finfo(float).tiny)
     while True:
         cur = state["cur"]
         Tc = T[:cur, :cur]
         theta, S = np.linalg.eigh((Tc + Tc.T) / 2)
         scale = max(scale, float(np.abs(theta).max()))
         p = min(max(b, k), cur)
-        Y = Q[:, :cur] @ S[:, :p]
-        R = AQ[:, :cur] @ S[:, :p] - Y * theta[:p]
+        Y = basis.mm(Q[:, :cur], S[:, :p])
+        R = basis.mm(AQ[:, :cur], S[:, :p])
+        R -= Y * theta[:p]
         rn = np.linalg.norm(R, axis=0)
         done = _ritz_converged(theta, rn, tol, scale)
         full = cur >= md
         if rough and ((p >= k and np.all(done[:k])) or full or state["matvecs"] >= max_matvecs):
-            return theta[:p], Y, rn, state["matvecs"]
+            return theta[:p], Y, rn, state["matvecs"], scale
         if (p >= k and np.all(done[:k])) or full:
             # re-check the wanted pairs with a fresh product (guards against drift in the stored AQ)
             Yk = Y[:, :k]
@@ -278,7 +496,7 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             res = np.linalg.norm(AYk - Yk * lam, axis=0)
             if full or np.all(_ritz_converged(np.concatenate([lam, theta[k:]]), res, tol, scale, slack=10.0)):
                 order = np.argsort(lam)
-                return lam[order], Yk[:, order], res[order], state["matvecs"]
+                return lam[order], Yk[:, order], res[order], state["matvecs"], scale
             if state["matvecs"] >= max_matvecs:
                 raise TheorykitError(f"hessian_bottom: Lanczos residuals did not hold up under a fresh product after "
                                      f"{state['matvecs']} matvecs (worst {res.max():.2e} vs ||H|| ~ {scale:.2e}, "
@@ -297,7 +515,7 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             AQ[:, :keep] = AQ[:, :cur] @ S[:, :keep]
             T[:keep, :keep] = np.diag(theta[:keep])
             state["cur"] = cur = keep
-        W = _orthonormalise_against(W, Q[:, :cur])[:, : md - cur]
+        W = _orthonormalise_against(W, Q[:, :cur], basis=basis)[:, : md - cur]
         if W.shape[1] == 0:  # invariant subspace found: continue with random directions
             W = _orthonormalise_against(rng.standard_normal((md, min(b, md - cur))), Q[:, :cur])
             if W.shape[1] == 0:
@@ -305,9 +523,42 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
         add(W)
 
 
+def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
+    """The "lanczos" method of hessian_bottom: (eigenvalues, vectors (md, k), residuals, matvecs)."""
+    md = X.shape[1] * np.asarray(derivs.F).shape[1]
+    rng = np.random.default_rng(seed)
+    op = _Operator(X, derivs, ridge, mixed, pool, limiter)  # one chunked pass: row norms, finiteness, float32 copy
+    basis = _Basis(pool, md)
+    first = min(max(b, FIRST_BLOCK(k)), md)
+    start = op.spike_start(max(1, first - 2))  # plus >= 2 random columns
+    max_dim = max(min(MAX_DIM_BLOCKS * b, BASIS_BYTES // (16 * md)), 3 * b + k, first + b)
+    if not op.single:
+        lam, vec, res, matvecs, _ = _block_lanczos(op.apply, md, k, tol, b, max_dim=max_dim, max_matvecs=mmax,
+                                                   rng=rng, start=start, first=first, basis=basis)
+        return lam, vec, res, matvecs
+    # float32 Krylov does all the work; then ONE float64 product on the lowest Ritz vectors, Rayleigh-Ritz in
+    # float64 and the convergence test on those float64 residuals
+    _, Y, _, matvecs, scale = _block_lanczos(lambda Q: op.apply(Q, single=True), md, k, max(tol, TOL32), b,
+                                             max_dim=max_dim, max_matvecs=mmax, rng=rng, start=start, rough=True,
+                                             first=first, basis=basis)
+    op.X32 = op.DT32 = None  # free the float32 copy before the float64 phase
+    Y = _orthonormalise_against(Y, Y[:, :0])
+    AY = op.apply(Y)
+    matvecs += Y.shape[1]
+    theta, Z, AZ, rn = _rayleigh_ritz(Y, AY)
+    scale = max(scale, float(np.abs(theta).max()))
+    if Z.shape[1] >= k and np.all(_ritz_converged(theta, rn, tol, scale, slack=10.0)[:k]):
+        return theta[:k], Z[:, :k], rn[:k], matvecs
+    # below the float32 floor (tol < ~1e-10) or not converged: float64 Lanczos from here
+    lam, vec, res, mv, _ = _block_lanczos(op.apply, md, k, tol, b, max_dim=max_dim,
+                                          max_matvecs=max(mmax - matvecs, 1), rng=rng, known=(Z, AZ), scale=scale,
+                                          basis=basis)
+    return lam, vec, res, matvecs + mv
+
+
 def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard_dirs=None, method: str = "lanczos",
                    tol: float = 1e-10, *, block_size: int | None = None, max_matvecs: int | None = None,
-                   mixed_precision: bool | None = None, seed: int = 0) -> HessianSpectrum:
+                   mixed_precision: bool | None = None, seed: int = 0, threads: int | None = None) -> HessianSpectrum:
     """The k smallest (algebraic) eigenpairs of H, with their overlap with the hard directions.
 
     method "lanczos": block Lanczos on matrix-free products (module docstring).  tol is the relative accuracy of
@@ -317,15 +568,19 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
     overlaps are accurate to ~ sqrt(tol) ||H|| / gap.  The returned residuals come from a fresh product.
     method "dense": scipy eigh of dense_hessian (md <= 6000).
     hard_dirs: (d,) or (d, k_H) with orthonormal columns E; hard_overlap2_j = ||E^T V_j||_F^2.
-    block_size (default k + max(6, k // 2)), max_matvecs (default max(5000, 2 md)) and seed (random part of the
+    block_size (default max(k, 8)), max_matvecs (default max(5000, 2 md)) and seed (random part of the
     start block) tune the Lanczos run.  The start block holds single-sample spike vectors x_i (x) u_i (lowest
     lambda_min(D_i) |x_i|^2, u_i the bottom eigenvector of D_i; the negative end of H is made of such spikes,
-    THEORY.md section 5) and two random vectors.
-    mixed_precision (default: on when n d >= 10^6): a first Lanczos phase with float32 products (about 1.5-2x
-    faster per product) down to residuals ~1e-4 ||H||, then float64 Lanczos started from those Ritz vectors
-    does all the convergence tests above, so the result has full float64 accuracy either way.
+    THEORY.md section 5) and two random vectors, 2k + 4 columns in all.
+    mixed_precision (default: on when n d >= 10^6): the Krylov phase uses float32 products (about 2x faster) down to
+    the tolerance, then one float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and the convergence
+    test above on float64 residuals (float64 Lanczos continues if it fails, e.g. for tol < 1e-10, below float32's
+    reach), so the result has full float64 accuracy either way.
+    threads (default: the usable cores when n d >= 10^6, else 1): threads for the fused block products, each running
+    single-threaded BLAS on its own rows; threadpoolctl limits BLAS to one thread (process-wide) while the Lanczos
+    run lasts.  threads=1 keeps BLAS's own threading.
     """
-    X, n, d, m, ridge = _check(X, derivs, ridge)
+    X, n, d, m, ridge = _check(X, derivs, ridge, check_x=(method != "lanczos"))
     md = d * m
     if not isinstance(k, (int, np.integer)) or k < 1 or k > md:
         raise TheorykitError(f"k must be an integer in 1..md = {md}, got {k!r}")
@@ -346,23 +601,21 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
         res = np.zeros(k)
         matvecs = 0
     elif method == "lanczos":
-        b = int(block_size) if block_size is not None else k + max(6, k // 2)
+        b = int(block_size) if block_size is not None else BLOCK_SIZE(k)
         if b < 1:
             raise TheorykitError(f"block_size must be >= 1, got {block_size!r}")
         mmax = int(max_matvecs) if max_matvecs is not None else max(5000, 2 * md)
-        rng = np.random.default_rng(seed)
         mixed = (n * d >= 10 ** 6) if mixed_precision is None else bool(mixed_precision)
-        start = _spike_start(X, derivs, max(1, min(b, md) - 2))  # plus >= 2 random columns
-        matvecs = 0
-        if mixed:
-            X32 = X.astype(np.float32)
-            _, start, _, matvecs = _block_lanczos(lambda Q: _apply_block(X32, derivs, Q, ridge), md, k, 1e-8, b,
-                                                  max_dim=8 * b, max_matvecs=min(mmax, 60 * b), rng=rng, start=start,
-                                                  rough=True)
-            del X32
-        lam, vec, res, mv = _block_lanczos(lambda Q: _apply_block(X, derivs, Q, ridge), md, k, tol, b,
-                                           max_dim=8 * b, max_matvecs=mmax, rng=rng, start=start)
-        matvecs += mv
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
+                                    or threads < 1):
+            raise TheorykitError(f"threads must be an integer >= 1 or None, got {threads!r}")
+        if threads is None and n * d < 10 ** 6:
+            threads = 1  # small problems: thread start-up is not worth it
+        with _row_parallel(threads) as (pool, limiter):
+            # BLAS single-threaded throughout (the small basis operations too): under shared cores, multi-threaded
+            # BLAS spin-waits in every call (measured 2-3x slower overall under load)
+            with (limiter() if limiter is not None else nullcontext()):
+                lam, vec, res, matvecs = _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter)
     else:
         raise TheorykitError(f"method must be 'lanczos' or 'dense', got {method!r}")
     if not np.all(np.isfinite(lam)):

@@ -2,7 +2,9 @@
 --eta ETA [--init random|spectral] [--spectral-T EXPR] [--constrained] [--seed S] [--hessian-every K] [--ridge R]
 [--hessian-method auto|lanczos|dense] [--n-test N] [--progress] [--json]
 
-JSON keys: status, t, M, gram, train_loss, test_loss, success, escape_time, hessian, settings (+ diverged_at).
+JSON keys: status, t, M, gram, train_loss, test_loss, population_test_loss, population_test_loss_error, success,
+escape_time, hessian, settings (+ diverged_at).  population_test_loss[_error] are null when k + noisy + m > 4
+(settings.population_test_loss says why).
 """
 import sys
 
@@ -35,12 +37,15 @@ def text(r) -> str:
              + (", constrained" if s["constrained"] else "") + f", seed = {s['seed']}"]
     T = len(r["t"])
     rows = sorted(set([0, T - 1] + [round(i * (T - 1) / 10) for i in range(11)])) if T else []
-    lines.append(f"{'t':>6} {'train':>12} {'test':>12} {'|M|_F':>9} {'tr gram/m':>9} success")
+    pop = r.get("population_test_loss")
+    lines.append(f"{'t':>6} {'train':>12} {'test':>12}" + (f" {'population':>12}" if pop else "")
+                 + f" {'|M|_F':>9} {'tr gram/m':>9} success")
     for i in rows:
         gram = r["gram"][i]
         trg = sum(gram[j][j] for j in range(len(gram))) / max(len(gram), 1)
-        lines.append(f"{r['t'][i]:>6} {r['train_loss'][i]:>12.6g} {r['test_loss'][i]:>12.6g} "
-                     f"{_fro(r['M'][i]):>9.4g} {trg:>9.4g} {'yes' if r['success'][i] else 'no'}")
+        lines.append(f"{r['t'][i]:>6} {r['train_loss'][i]:>12.6g} {r['test_loss'][i]:>12.6g}"
+                     + (f" {pop[i]:>12.6g}" if pop else "")
+                     + f" {_fro(r['M'][i]):>9.4g} {trg:>9.4g} {'yes' if r['success'][i] else 'no'}")
     lines.append(f"status: {r['status']}; escape time ({s['success_target']} overlap > {s['success_threshold']}): "
                  f"{r['escape_time'] if r['escape_time'] is not None else 'never'}")
     for h in r["hessian"]:
