@@ -191,7 +191,6 @@ def test_lanczos_threaded_and_float64_continuation(monkeypatch, case):
     from theorykit import spectrum as sp
 
     monkeypatch.setattr(sp, "CHUNK_BYTES", 4 * 60 * 16)
-    monkeypatch.setattr(sp, "BASIS_PARALLEL_MIN", 16)  # basis products split between the threads too
     X, y, net, theta = make(case, d=60, delta=4.0, seed=14)
     der = net.evaluate(X @ theta, y)
     k = 5
@@ -205,16 +204,18 @@ def test_lanczos_threaded_and_float64_continuation(monkeypatch, case):
         assert spec.residuals.max() <= 10 * np.sqrt(tol) * np.abs(w).max()
 
 
-def test_basis_products_split_between_threads():
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_spike_start_picks_the_lowest_single_sample_spikes(m):
     from theorykit import spectrum as sp
 
-    rng = np.random.default_rng(15)
-    A, B, S = rng.standard_normal((5000, 37)), rng.standard_normal((5000, 6)), rng.standard_normal((37, 6))
-    with sp._row_parallel(2) as (pool, limiter):
-        basis = sp._Basis(pool, 5000)
-        assert basis.pool is not None
-        assert np.allclose(basis.mm(A, S), A @ S, rtol=1e-13, atol=1e-12)
-        assert np.allclose(basis.tmm(A, B), A.T @ B, rtol=1e-13, atol=1e-11)
-        W = sp._orthonormalise_against(B, np.linalg.qr(A)[0], basis=basis)
-        assert np.allclose(W.T @ W, np.eye(6), atol=1e-12) and np.abs(A.T @ W).max() < 1e-10
-    assert sp._Basis(None, 5000).pool is None and sp._Basis(pool, 100).pool is None
+    rng = np.random.default_rng(16)
+    X = rng.standard_normal((50, 7))
+    net = tk.Network("gelu", "square", m)
+    der = net.evaluate(X @ (rng.standard_normal((7, m)) / 2), X[:, 0] ** 2)
+    op = sp._Operator(X, der, 0.0, False)
+    S = op.spike_start(4)
+    lam, U = np.linalg.eigh(der.D)
+    idx = np.argsort(lam[:, 0] * np.sum(X * X, axis=1))[:4]
+    ref = (X[idx][:, :, None] * U[idx, None, :, 0]).reshape(4, -1).T
+    assert S.shape == (7 * m, 4)
+    assert np.allclose(np.abs(np.sum(S * ref, axis=0)), np.linalg.norm(ref, axis=0) ** 2)  # equal up to sign

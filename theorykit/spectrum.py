@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from scipy.linalg import eigh as scipy_eigh
 
 from .errors import TheorykitError
 from .symbolic.network import Derivatives
@@ -134,8 +135,6 @@ def FIRST_BLOCK(k: int) -> int:
 #: the Lanczos basis holds at most MAX_DIM_BLOCKS blocks (and Q, HQ at most BASIS_BYTES) before a thick restart
 MAX_DIM_BLOCKS = 24
 BASIS_BYTES = 2 ** 28
-#: products with the Lanczos basis are split between threads from this md on
-BASIS_PARALLEL_MIN = 4096
 #: the float32 phase stops at max(tol, TOL32): float32 products carry errors ~1e-7 ||H||, so smaller residuals need
 #: float64 products
 TOL32 = 1e-10
@@ -171,43 +170,6 @@ def _row_parallel(threads: Optional[int]):
     with ThreadPoolExecutor(threads, thread_name_prefix="theorykit-hessian") as pool:
         pool.threads = threads
         yield pool, (lambda: controller.limit(limits=1, user_api="blas"))
-
-
-class _Basis:
-    """Tall-skinny products with the Lanczos basis (md x cur times small matrices), split by rows between the pool's
-    threads (single-threaded BLAS each); plain numpy without a pool."""
-
-    def __init__(self, pool=None, md: int = 0):
-        self.pool = pool if (pool is not None and md >= BASIS_PARALLEL_MIN) else None
-        if self.pool is not None:
-            w = pool.threads
-            self.edges = [(round(i * md / w), round((i + 1) * md / w)) for i in range(w)]
-
-    def _map(self, f):
-        futures = [self.pool.submit(f, lo, hi) for lo, hi in self.edges]
-        return [fu.result() for fu in futures]
-
-    def mm(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """A @ B (A tall)."""
-        if self.pool is None:
-            return A @ B
-        out = np.empty((A.shape[0], B.shape[1]))
-
-        def f(lo, hi):
-            np.matmul(A[lo:hi], B, out=out[lo:hi])
-
-        self._map(f)
-        return out
-
-    def tmm(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """A^T @ B (A, B tall)."""
-        if self.pool is None:
-            return A.T @ B
-        parts = self._map(lambda lo, hi: A[lo:hi].T @ B[lo:hi])
-        out = parts[0]
-        for p in parts[1:]:
-            out += p
-        return out
 
 
 class _Operator:
@@ -307,9 +269,17 @@ class _Operator:
     def spike_start(self, count: int) -> np.ndarray:
         """Start vectors x_i (x) u_i for the samples whose single-sample spike lambda_min(D_i) |x_i|^2 / n is lowest
         (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (THEORY.md section 5)."""
-        lam, U = np.linalg.eigh(self.D)
-        idx = np.argsort(lam[:, 0] * self.row_norm2)[:count]
-        S = self.X[idx][:, :, None] * U[idx, None, :, 0]  # (count, d, m)
+        D = self.D
+        if self.m == 1:
+            lam_min = D[:, 0, 0]
+        elif self.m == 2:  # closed form, ~20x faster than n batched 2 x 2 eigh calls
+            half_tr, half_diff = (D[:, 0, 0] + D[:, 1, 1]) / 2, (D[:, 0, 0] - D[:, 1, 1]) / 2
+            lam_min = half_tr - np.hypot(half_diff, D[:, 0, 1])
+        else:
+            lam_min = np.linalg.eigvalsh(D)[:, 0]
+        idx = np.argsort(lam_min * self.row_norm2)[:count]
+        U = np.linalg.eigh(D[idx])[1][:, :, 0]  # bottom eigenvectors u_i of the selected samples only
+        S = self.X[idx][:, :, None] * U[:, None, :]  # (count, d, m)
         return S.reshape(len(idx), -1).T
 
 
@@ -383,14 +353,14 @@ def _hard_overlap2(vecs: np.ndarray, hard_dirs, d: int) -> np.ndarray:
     return np.einsum("khm,khm->k", P, P)
 
 
-def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8, basis=None) -> np.ndarray:
+def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) -> np.ndarray:
     """Columns of W made orthonormal and orthogonal to span(Q) (two Gram-Schmidt passes), dropping dependent ones."""
     norms0 = np.linalg.norm(W, axis=0)
     keep = norms0 > 0
     W = W[:, keep] / norms0[keep]
     for sweep in range(2):
         if Q.shape[1]:
-            W = W - (basis.mm(Q, basis.tmm(Q, W)) if basis is not None else Q @ (Q.T @ W))
+            W = W - Q @ (Q.T @ W)
         if W.shape[1] == 0:
             return W
         # rank-revealing step: eigen-decompose the Gram matrix, keep well-conditioned directions
@@ -431,8 +401,7 @@ def _rayleigh_ritz(Y: np.ndarray, AY: np.ndarray):
 
 
 def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int, max_matvecs: int, rng,
-                   start=None, known=None, rough: bool = False, scale: float = 0.0, first: int | None = None,
-                   basis=None):
+                   start=None, known=None, rough: bool = False, scale: float = 0.0, first: int | None = None):
     """Bottom k eigenpairs of a symmetric operator given by apply((md, b)) -> (md, b).
 
     Block Krylov space with full reorthogonalisation; each step adds (at most b) residuals of the lowest
@@ -442,9 +411,8 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
     ``first`` columns (default b; a wider first block is cheaper per vector).
     rough=True (the float32 phase): stop at convergence or at max_matvecs without raising, and return the lowest
     max(b, k) Ritz pairs unverified.  Returns (theta, Y, residual norms, matvecs, scale) where scale ~ ||H|| is the
-    largest |Ritz value| seen.  ``basis`` (a _Basis) runs the products with the basis on the thread pool.
+    largest |Ritz value| seen.
     """
-    basis = basis if basis is not None else _Basis()
     b = min(block, md)
     max_dim = min(max(max_dim, 3 * b + k, (first or 0) + b), md)
     Q = np.empty((md, max_dim), order="F")  # column-major: the active basis Q[:, :cur] is one contiguous block
@@ -459,7 +427,7 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             state["matvecs"] += c
         Q[:, cur:cur + c] = W
         AQ[:, cur:cur + c] = AW
-        T[:cur + c, cur:cur + c] = basis.tmm(Q[:, :cur + c], AW)
+        T[:cur + c, cur:cur + c] = Q[:, :cur + c].T @ AW
         T[cur:cur + c, :cur] = T[:cur, cur:cur + c].T
         state["cur"] = cur + c
 
@@ -473,15 +441,20 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             V0[:, :c] = start[:, :c]
         add(_orthonormalise_against(V0, Q[:, :0]))
     scale = max(scale, np.finfo(float).tiny)
+    keep_max = max(2 * b, k + b)  # the Ritz vectors kept at a thick restart
     while True:
         cur = state["cur"]
-        Tc = T[:cur, :cur]
-        theta, S = np.linalg.eigh((Tc + Tc.T) / 2)
-        scale = max(scale, float(np.abs(theta).max()))
+        Tc = (T[:cur, :cur] + T[:cur, :cur].T) / 2
+        if cur <= 2 * keep_max or scale <= np.finfo(float).tiny:
+            theta, S = np.linalg.eigh(Tc)
+            scale = max(scale, float(np.abs(theta).max()))
+        else:  # only the lowest Ritz pairs are used; the extreme Ritz values grow outwards (interlacing), so the
+            # scale seen so far (or |theta_min|) is at most a slight underestimate: a stricter test, never looser
+            theta, S = scipy_eigh(Tc, subset_by_index=[0, keep_max - 1], driver="evr")
+            scale = max(scale, float(abs(theta[0])))
         p = min(max(b, k), cur)
-        Y = basis.mm(Q[:, :cur], S[:, :p])
-        R = basis.mm(AQ[:, :cur], S[:, :p])
-        R -= Y * theta[:p]
+        Y = Q[:, :cur] @ S[:, :p]
+        R = AQ[:, :cur] @ S[:, :p] - Y * theta[:p]
         rn = np.linalg.norm(R, axis=0)
         done = _ritz_converged(theta, rn, tol, scale)
         full = cur >= md
@@ -515,7 +488,7 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             AQ[:, :keep] = AQ[:, :cur] @ S[:, :keep]
             T[:keep, :keep] = np.diag(theta[:keep])
             state["cur"] = cur = keep
-        W = _orthonormalise_against(W, Q[:, :cur], basis=basis)[:, : md - cur]
+        W = _orthonormalise_against(W, Q[:, :cur])[:, : md - cur]
         if W.shape[1] == 0:  # invariant subspace found: continue with random directions
             W = _orthonormalise_against(rng.standard_normal((md, min(b, md - cur))), Q[:, :cur])
             if W.shape[1] == 0:
@@ -528,19 +501,18 @@ def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
     md = X.shape[1] * np.asarray(derivs.F).shape[1]
     rng = np.random.default_rng(seed)
     op = _Operator(X, derivs, ridge, mixed, pool, limiter)  # one chunked pass: row norms, finiteness, float32 copy
-    basis = _Basis(pool, md)
     first = min(max(b, FIRST_BLOCK(k)), md)
     start = op.spike_start(max(1, first - 2))  # plus >= 2 random columns
     max_dim = max(min(MAX_DIM_BLOCKS * b, BASIS_BYTES // (16 * md)), 3 * b + k, first + b)
     if not op.single:
         lam, vec, res, matvecs, _ = _block_lanczos(op.apply, md, k, tol, b, max_dim=max_dim, max_matvecs=mmax,
-                                                   rng=rng, start=start, first=first, basis=basis)
+                                                   rng=rng, start=start, first=first)
         return lam, vec, res, matvecs
     # float32 Krylov does all the work; then ONE float64 product on the lowest Ritz vectors, Rayleigh-Ritz in
     # float64 and the convergence test on those float64 residuals
     _, Y, _, matvecs, scale = _block_lanczos(lambda Q: op.apply(Q, single=True), md, k, max(tol, TOL32), b,
                                              max_dim=max_dim, max_matvecs=mmax, rng=rng, start=start, rough=True,
-                                             first=first, basis=basis)
+                                             first=first)
     op.X32 = op.DT32 = None  # free the float32 copy before the float64 phase
     Y = _orthonormalise_against(Y, Y[:, :0])
     AY = op.apply(Y)
@@ -551,8 +523,7 @@ def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
         return theta[:k], Z[:, :k], rn[:k], matvecs
     # below the float32 floor (tol < ~1e-10) or not converged: float64 Lanczos from here
     lam, vec, res, mv, _ = _block_lanczos(op.apply, md, k, tol, b, max_dim=max_dim,
-                                          max_matvecs=max(mmax - matvecs, 1), rng=rng, known=(Z, AZ), scale=scale,
-                                          basis=basis)
+                                          max_matvecs=max(mmax - matvecs, 1), rng=rng, known=(Z, AZ), scale=scale)
     return lam, vec, res, matvecs + mv
 
 
