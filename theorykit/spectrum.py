@@ -28,18 +28,21 @@ residuals when the wanted eigenvalues are near zero).  What makes it fast:
   |x_i|^2 and checks finiteness), then ONE float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and
   the convergence test on float64 residuals.  float32 products carry errors ~1e-7 ||H||: if tol asks for more
   (tol < TOL32), float64 Lanczos continues from there;
-* the start block holds the single-sample spike vectors x_i (x) u_i (THEORY.md section 5: the negative end of H is
-  made of such spikes); they capture ~70-90% of each of the 10 bottom eigenvectors in the benchmark problem.
+* the start block (3k + 2 columns, wider than the later blocks of max(k, 8)) holds the single-sample spike vectors
+  x_i (x) u_i (THEORY.md section 5: the negative end of H is made of such spikes); they capture ~70-90% of each of
+  the 10 bottom eigenvectors in the benchmark problem.
 
-Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, 2 shared
-cores): see the benchmark's docstring for the current numbers.  Alternatives measured there: scipy eigsh
-which="SA" (111-118 single-vector products, 5-6 s), lobpcg (fails to converge without preconditioner), and
-Chebyshev-filtered subspace iteration (ChFSI, 590-960 products for the same accuracy: twice block Lanczos's work,
-because the Krylov space of the same dimension contains the best polynomial filter for every Ritz vector).
+Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, tol = 1e-8,
+2 shared cores, quiet): 0.48-0.52 s, 164 products in 16 passes over X, vs numpy.linalg.eigh of the dense Hessian
+9.8-11.3 s (20-23x) and dense build + eigh (28-30x); bottom eigenvalue |diff| ~5e-11.  Alternatives measured there:
+scipy eigsh which="SA" (96 single-vector products, 3.8 s), lobpcg (7.2 s), and Chebyshev-filtered subspace iteration
+(ChFSI, 568 products, 1.4 s: about 3x block Lanczos's products, because the Krylov space of the same dimension
+contains the best polynomial filter for every Ritz vector).
 """
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -128,8 +131,9 @@ def BLOCK_SIZE(k: int) -> int:
 
 def FIRST_BLOCK(k: int) -> int:
     """Default size of the first block (spike vectors plus 2 random): wider than the later blocks because one wide
-    product is cheap per vector and the spikes are good start vectors."""
-    return 2 * k + 4
+    product costs little more than a narrow one (X is streamed once either way) and the spikes are good start
+    vectors; 3k + 2 saved 2 of 18 passes over X in the benchmark (24 columns: 18 passes, 32: 16, 40: 16)."""
+    return 3 * k + 2
 
 
 #: the Lanczos basis holds at most MAX_DIM_BLOCKS blocks (and Q, HQ at most BASIS_BYTES) before a thick restart
@@ -140,7 +144,7 @@ BASIS_BYTES = 2 ** 28
 TOL32 = 1e-10
 
 #: bytes of X per row chunk in the fused product: the chunk is read from memory once and re-read from cache
-CHUNK_BYTES = 2 ** 20
+CHUNK_BYTES = 2 ** 21
 
 
 def _cpu_count() -> int:
@@ -172,15 +176,37 @@ def _row_parallel(threads: Optional[int]):
         yield pool, (lambda: controller.limit(limits=1, user_api="blas"))
 
 
+#: float32 copies of X up to this size are kept for the next call with the same shape (the simulator calls
+#: hessian_bottom at every checkpoint): a fresh 64 MB array costs ~20 ms of page faults and zeroing, ~4% of a call
+BUFFER_CACHE_BYTES = 2 ** 29
+_buffer_cache: dict = {}
+_buffer_lock = threading.Lock()
+
+
+def _take_buffer(shape) -> np.ndarray:
+    """An uninitialised float32 array of this shape, from the cache when one is there (taken out of it while in use,
+    so concurrent calls never share one)."""
+    with _buffer_lock:
+        buf = _buffer_cache.pop(tuple(shape), None)
+    return buf if buf is not None else np.empty(shape, dtype=np.float32)
+
+
+def _return_buffer(buf: np.ndarray):
+    if buf.nbytes <= BUFFER_CACHE_BYTES:
+        with _buffer_lock:
+            _buffer_cache.clear()  # keep one buffer at most
+            _buffer_cache[buf.shape] = buf
+
+
 class _Operator:
     """Block products with H, fused over row chunks of X (one pass over X per block instead of two).
 
     For each chunk X_c of rows: R = X_c Q, R_i <- D_i R_i, acc += X_c^T R (computed transposed); the chunk
-    (CHUNK_BYTES) is still in cache for the second matmul, so the product streams X from memory once.  With a thread pool (``_row_parallel``)
-    each thread takes a contiguous range of rows with its own accumulator.  ``single=True`` products use a float32
-    copy of X and D (about 2x faster: half the bytes and twice the SIMD width), accumulated in float32 and returned in
-    float64.  The float32 copy is made in the same chunked pass that computes the row norms |x_i|^2 (for the spike
-    start) and checks that X is finite.
+    (CHUNK_BYTES) is still in cache for the second matmul, so the product streams X from memory once.  With a thread
+    pool (``_row_parallel``) each thread takes a contiguous range of rows with its own accumulator.  ``single=True``
+    products use a float32 copy of X and D (about 2x faster: half the bytes and twice the SIMD width), accumulated in
+    float32 and returned in float64.  The float32 copy is made in the same chunked pass that computes the row norms
+    |x_i|^2 (for the spike start) and checks that X is finite.
     """
 
     def __init__(self, X: np.ndarray, derivs: Derivatives, ridge: float, mixed: bool, pool=None, limiter=None):
@@ -195,7 +221,7 @@ class _Operator:
         rn = None
         with np.errstate(over="ignore", invalid="ignore"):
             if mixed:
-                X32 = np.empty((n, d), dtype=np.float32)
+                X32 = _take_buffer((n, d))
                 rn = np.empty(n)
 
                 def prepare(lo, hi):
@@ -208,8 +234,8 @@ class _Operator:
                 self._map(prepare)
                 if np.all(np.isfinite(rn)):
                     self.X32, self.DT32 = X32, self.DT.astype(np.float32)
-                else:
-                    del X32  # non-finite X, or entries beyond the float32 range: check, then stay in float64
+                else:  # non-finite X, or entries beyond the float32 range: check, then stay in float64
+                    _return_buffer(X32)
                     rn = None
             if rn is None:
                 rn = np.einsum("ij,ij->i", X, X)
@@ -220,6 +246,12 @@ class _Operator:
     @property
     def single(self) -> bool:
         return self.X32 is not None
+
+    def release_single(self):
+        """Drop the float32 copy (its memory goes back to the buffer cache)."""
+        if self.X32 is not None:
+            _return_buffer(self.X32)
+        self.X32 = self.DT32 = None
 
     def _rows(self, itemsize: int) -> int:
         return max(16, CHUNK_BYTES // (itemsize * max(self.d, 1)))
@@ -513,7 +545,7 @@ def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
     _, Y, _, matvecs, scale = _block_lanczos(lambda Q: op.apply(Q, single=True), md, k, max(tol, TOL32), b,
                                              max_dim=max_dim, max_matvecs=mmax, rng=rng, start=start, rough=True,
                                              first=first)
-    op.X32 = op.DT32 = None  # free the float32 copy before the float64 phase
+    op.release_single()  # the float32 copy is not needed any more
     Y = _orthonormalise_against(Y, Y[:, :0])
     AY = op.apply(Y)
     matvecs += Y.shape[1]
@@ -542,7 +574,7 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
     block_size (default max(k, 8)), max_matvecs (default max(5000, 2 md)) and seed (random part of the
     start block) tune the Lanczos run.  The start block holds single-sample spike vectors x_i (x) u_i (lowest
     lambda_min(D_i) |x_i|^2, u_i the bottom eigenvector of D_i; the negative end of H is made of such spikes,
-    THEORY.md section 5) and two random vectors, 2k + 4 columns in all.
+    THEORY.md section 5) and two random vectors, 3k + 2 columns in all.
     mixed_precision (default: on when n d >= 10^6): the Krylov phase uses float32 products (about 2x faster) down to
     the tolerance, then one float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and the convergence
     test above on float64 residuals (float64 Lanczos continues if it fails, e.g. for tol < 1e-10, below float32's
