@@ -57,6 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from math import factorial
 from typing import Optional
+from .gaussian import _dfact
 
 import numpy as np
 import sympy as sp
@@ -186,14 +187,6 @@ def _require_polynomial(what: str, name: str, expr: sp.Expr, variables) -> None:
     if not ok:
         raise TheorykitError(f"dmft_closed_form needs a polynomial {what}; {name!r} = {expr} is not polynomial in "
                              f"{', '.join(map(str, variables))} (theorykit.dmft solves the DMFT numerically)")
-
-
-def _dfact(n: int) -> int:
-    out = 1
-    while n > 1:
-        out *= n
-        n -= 2
-    return out
 
 
 def _domain(exprs, params):
