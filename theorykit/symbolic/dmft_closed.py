@@ -57,7 +57,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from math import factorial
 from typing import Optional
-from .gaussian import _dfact
 
 import numpy as np
 import sympy as sp
@@ -68,6 +67,7 @@ from .. import conventions as cv
 from ..errors import TheorykitError
 from .ingredients import link as make_link
 from .network import Network
+from .gaussian import _dfact
 
 __all__ = ["dmft_closed_form", "ClosedFormDMFT"]
 
