@@ -11,14 +11,14 @@ tol defaults to 1e-8: the final float64 test guarantees |lambda error| <= 10 tol
 residuals ~1e-5, so eigenvectors match eigh to 1 - |<v, v_dense>| ~ 1e-10 and hard overlaps to ~2e-7.  tol = 1e-10
 (hessian_bottom's default) overshoots the goal: 187 instead of 164 products, ~25% slower.
 
-Measured (2 shared cores, AMD EPYC, OpenBLAS; medians of 9 runs, quiet machine, five sessions): lanczos 0.48-0.52 s
-(164 matvecs = 16 passes over X: one of 32 vectors, 14 of <= 10, one float64 pass of 10), numpy.linalg.eigh
-9.8-11.3 s, dense build 3.1-3.8 s: speed-up over eigh 20.3x, 20.4x, 21.6x, 22.3x, 22.7x; over build + eigh
-27.7-29.8x; bottom eigenvalue |diff| 4.8e-11.  One float32 block product of 10 vectors costs 18-20 ms, so the 164
-products account for ~0.30 s and the rest (~0.18 s) is the float32 copy of X, the basis work of Lanczos
-(Rayleigh-Ritz, orthogonalisation) and the float64 check.  The code before this benchmark's issue (two-matmul
-products with a per-column D_apply loop, float32 phase followed by a fresh float64 Lanczos, 298 matvecs) took
-1.1-1.4 s in the same sessions (8-9x).  With --compare (same sessions): float64-only block Lanczos 0.90 s;
+Measured (2 shared cores, AMD EPYC, OpenBLAS; medians of 5-9 runs, quiet machine, six sessions): lanczos
+0.45-0.52 s (164 matvecs = 16 passes over X: one of 32 vectors, 14 of <= 10, one float64 pass of 10),
+numpy.linalg.eigh 9.8-11.3 s, dense build 3.1-3.8 s: speed-up over eigh 20.3x, 20.4x, 21.6x, 22.3x, 22.7x, 25.1x;
+over build + eigh 27.7-32.8x; bottom eigenvalue |diff| 4.8e-11.  One float32 block product of 10 vectors costs
+17-20 ms, so the 164 products account for ~0.30 s and the rest (~0.16-0.2 s) is the float32 copy of X, the basis
+work of Lanczos (Rayleigh-Ritz, orthogonalisation) and the float64 check.  The code before this benchmark's issue
+(two-matmul products with a per-column D_apply loop, float32 phase followed by a fresh float64 Lanczos, 298
+matvecs) took 1.1-1.4 s in the same sessions (8-9x).  With --compare (same sessions): float64-only block Lanczos 0.90 s;
 eigsh which="SA" 3.8 s (96 single-vector products); eigsh "LA" on sigma I - H 6.8 s; lobpcg 7.2 s (649 products);
 Chebyshev-filtered subspace iteration (ChFSI, block 16, degree 8) 1.4 s (568 products: a degree-p filter per block
 needs about 3x the products of block Lanczos, whose Krylov space holds the best polynomial for every Ritz vector).

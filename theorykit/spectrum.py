@@ -33,11 +33,11 @@ residuals when the wanted eigenvalues are near zero).  What makes it fast:
   the 10 bottom eigenvectors in the benchmark problem.
 
 Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, tol = 1e-8,
-2 shared cores, quiet): 0.48-0.52 s, 164 products in 16 passes over X, vs numpy.linalg.eigh of the dense Hessian
-9.8-11.3 s (20-23x) and dense build + eigh (28-30x); bottom eigenvalue |diff| ~5e-11.  Alternatives measured there:
-scipy eigsh which="SA" (96 single-vector products, 3.8 s), lobpcg (7.2 s), and Chebyshev-filtered subspace iteration
-(ChFSI, 568 products, 1.4 s: about 3x block Lanczos's products, because the Krylov space of the same dimension
-contains the best polynomial filter for every Ritz vector).
+2 shared cores, quiet): 0.45-0.52 s, 164 products in 16 passes over X, vs numpy.linalg.eigh of the dense Hessian
+9.8-11.3 s (20-25x, median of six sessions 22x) and dense build + eigh (28-33x); bottom eigenvalue |diff| ~5e-11.
+Alternatives measured there: scipy eigsh which="SA" (96 single-vector products, 3.8 s), lobpcg (7.2 s), and
+Chebyshev-filtered subspace iteration (ChFSI, 568 products, 1.4 s: about 3x block Lanczos's products, because the
+Krylov space of the same dimension contains the best polynomial filter for every Ritz vector).
 """
 from __future__ import annotations
 
@@ -579,9 +579,10 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
     the tolerance, then one float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and the convergence
     test above on float64 residuals (float64 Lanczos continues if it fails, e.g. for tol < 1e-10, below float32's
     reach), so the result has full float64 accuracy either way.
-    threads (default: the usable cores when n d >= 10^6, else 1): threads for the fused block products, each running
-    single-threaded BLAS on its own rows; threadpoolctl limits BLAS to one thread (process-wide) while the Lanczos
-    run lasts.  threads=1 keeps BLAS's own threading.
+    threads (default: the usable cores): threads for the fused block products, each running single-threaded BLAS on
+    its own rows (small problems run in one of them); threadpoolctl limits BLAS to one thread (process-wide) while the
+    Lanczos run lasts: multi-threaded BLAS on these small operations collapses when the cores are shared (measured
+    10-20x slower at d = 100-300 under load).  threads=1 keeps BLAS's own threading.
     """
     X, n, d, m, ridge = _check(X, derivs, ridge, check_x=(method != "lanczos"))
     md = d * m
@@ -612,8 +613,6 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
                                     or threads < 1):
             raise TheorykitError(f"threads must be an integer >= 1 or None, got {threads!r}")
-        if threads is None and n * d < 10 ** 6:
-            threads = 1  # small problems: thread start-up is not worth it
         with _row_parallel(threads) as (pool, limiter):
             # BLAS single-threaded throughout (the small basis operations too): under shared cores, multi-threaded
             # BLAS spin-waits in every call (measured 2-3x slower overall under load)
