@@ -12,7 +12,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from theorykit.dmft import _hermite_rule, _ParameterSide, dmft, flow_schedule
+from theorykit.dmft import _hard_tangents, _hermite_rule, _ParameterSide, dmft, flow_schedule
 from theorykit.errors import TheorykitError
 
 EASY = dict(activation="tanh", link="z+z**2/2", loss="square", width=2, a="1,-1", delta=2.0)
@@ -64,6 +64,57 @@ def test_parameter_side_recursion_by_hand():
     C22 = P2 ** 2 + delta * (R20 ** 2 * 0.7 + 2 * R20 * R21 * 0.2 + R21 ** 2 * 0.9)
     assert math.isclose(ps.R[2, 0, 0, 0], R20) and math.isclose(ps.R[2, 1, 0, 0], R21)
     assert math.isclose(ps.C[2, 2, 0, 0], C22)
+
+
+def _brute_force_hard_process(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0):
+    """THEORY 3b written out: per-path Jacobians J^t_s, kernel R_u^zeta(t, s) = E[zeta^2 D^t J^t_s], then the
+    parameter-side recursion with (R_u^zeta, C_u^zeta)."""
+    S, N, m = D.shape[:3]
+    J = np.zeros((S, S, N, m, m))
+    for t in range(S):
+        J[t, t] = np.eye(m)
+        for s in range(t):
+            for sp in range(s, t):
+                J[t, s] += np.einsum("ab,nbc->nac", R[t, sp], np.einsum("nab,nbc->nac", D[sp], J[sp, s]))
+    Ruz = np.einsum("n,tnab,tsnbc->tsac", w * zeta ** 2, D, J)
+    ps = _ParameterSide(S - 1, m, Sigma0, etas, delta, ridge)
+    for t in range(S):
+        ps.advance(t, Ruz, Cuz)
+    return ps.C[np.arange(S), np.arange(S)]
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_hard_tangents_equal_the_kernel_recursion(m):
+    """The pathwise tangents give exactly C_mu of the kernel recursion on the same paths (all drives exact), and
+    the truncated eigen-expansion plus random residual drives is unbiased."""
+    rng = np.random.default_rng(3)
+    S, N = 9, 40
+    D = rng.normal(size=(S, N, m, m))
+    D = 0.5 * (D + np.swapaxes(D, 2, 3))
+    zeta, w = rng.normal(size=N), rng.random(N)
+    w /= w.sum()
+    R = np.zeros((S, S, m, m))
+    for t in range(S):
+        for s in range(t):
+            R[t, s] = 0.3 * rng.normal(size=(m, m))
+    u = rng.normal(size=(S, N, m))
+    Cuz = np.einsum("n,tna,snb->tsab", w * zeta ** 2, u, u)
+    etas, delta, ridge = np.full(S, 0.3), 2.0, 0.1
+    Sigma0 = np.array([[1.0, 0.3], [0.3, 0.5]])[:m, :m]
+    ref = _brute_force_hard_process(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0)
+    C, info = _hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=10 ** 6, residual=0,
+                             dtype=np.float64)
+    assert info["exact_fraction"] == 1.0 and np.allclose(C, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    C32, _ = _hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=10 ** 6, residual=0)
+    assert np.allclose(C32, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())  # the default float32 history
+    est = [_hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=2, residual=50,
+                          rng=np.random.default_rng(i), dtype=np.float64)[0] for i in range(40)]
+    est = np.array(est)
+    se = est.std(axis=0, ddof=1) / np.sqrt(len(est))
+    assert np.all(np.abs(est.mean(axis=0) - ref) <= 5 * se + 1e-9 * np.abs(ref).max())
+    C2, info2 = _hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=2, residual=0,
+                               dtype=np.float64)
+    assert info2["exact_fraction"] < 1 and np.all(np.einsum("taa->t", C2) <= np.einsum("taa->t", ref) + 1e-9)
 
 
 def test_hermite_rule_integrates_polynomials_exactly():

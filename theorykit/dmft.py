@@ -26,7 +26,11 @@ test loss -> E[l(y, f(M_t^T z + w^t))] (w^t ~ N(0, C_theta(t, t)) is independent
 
 Hard-direction process (THEORY.md section 3b), one per hard latent direction e (zeta = e^T z): the parameter-side
 recursion above with R_u, C_u replaced by R_u^zeta(t, s) = E[zeta^2 D^t J^t_s], C_u^zeta(t, s) = E[zeta^2 u^t u^sT];
-its C_mu(t) = E[mu^t mu^tT] = d E[Theta^tT e e^T Theta^t] to linear order (one mechanism: :class:`_ParameterSide`).
+its C_mu(t) = E[mu^t mu^tT] = d E[Theta^tT e e^T Theta^t] to linear order.  It is computed by pathwise tangents
+(:func:`_hard_tangents`), never through estimated R_u^zeta kernels: those estimates (Stein's or sub-batch Jacobians)
+enter the recursion as multiplicative noise and blew it up after 20-40 steps.  What remains at long times is not
+estimator noise but the law itself: per-path tangents grow exponentially while a path sits where D < 0 (large y:
+single-sample negative curvature), so C_mu becomes an average dominated by rare paths (heavy-tailed replicas).
 
 Numerics:
 
@@ -36,7 +40,8 @@ Numerics:
 * w^t is drawn conditionally on w^{<t} from an incremental block Cholesky factor of C_theta + jitter I (the same
   jitter at every step, so the factor is that of one fixed positive-definite matrix; nothing is clamped unless the
   Schur complement is numerically indefinite, which is counted in ``settings["cholesky_repairs"]``).
-* Responses J are propagated on a sub-batch of the paths (``response_paths``), with memory (T+1)^2 m^2 per path.
+* Responses R_u: Stein's lemma on the whole batch, or Jacobians J propagated on a sub-batch of the paths
+  (``response_paths``, memory (T+1)^2 m^2 per path); see :func:`dmft`.
 * Standard errors come from independent replicas (``replicas`` >= 2 solves with independent seeds, run in parallel
   processes); every output is the mean over replicas and its standard error is std / sqrt(replicas).
 * A step schedule eta_t (array) gives the DMFT of GD with that schedule; :func:`flow_schedule` builds the
@@ -69,6 +74,9 @@ NEGLIGIBLE_NODE = 1e-9
 EXCLUDED_LIMIT = 1e-4
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
 HARD_RELIABLE_RSE = 0.05
+#: hard process: noise drives taken exactly (top eigenvectors of delta C_u^zeta) and random drives for the rest
+HARD_RANK = 32
+HARD_RESIDUAL = 4
 #: default memory budget for the response arrays, bytes per replica
 RESPONSE_MEMORY = 1.2e9
 
@@ -134,6 +142,81 @@ class _ParameterSide:
             row += self.delta * np.einsum("bik,sbjk->sij", B, R[:t + 1, :t])
         C[t, :t + 1] = row
         C[:t + 1, t] = np.swapaxes(row, 1, 2)
+
+
+# ----------------------------------------------------------------------------------------------- hard process
+def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0, rank=HARD_RANK,
+                   residual=HARD_RESIDUAL, rng=None, dtype=np.float32):
+    """C_mu(t) = E[mu^t mu^tT] of the linear hard-direction process (THEORY.md section 3b), by pathwise tangents.
+
+    The process  mu^{t+1} = (1 - eta_t lambda) mu^t - eta_t sum_{s<=t} R_u^zeta(t, s) mu^s - (eta_t / delta) G^t,
+    mu^0 ~ N(0, Sigma_0), G ~ GP(0, delta C_u^zeta), is linear in (mu^0, G).  Its kernel is never formed: for a
+    deterministic trajectory x, sum_{s<=t} R_u^zeta(t, s) x^s = E[zeta D^t rho^t] with the per-path tangent
+        rho^t = zeta x^t + sum_{s<t} R_theta(t, s) D^s rho^s          (since rho^t = sum_s J^t_s zeta x^s),
+    so one trajectory costs O(t m^2) per path per step and its Monte-Carlo error does not accumulate over the lags
+    (the kernel estimates of R_u^zeta, Stein's or propagated on a sub-batch, act as multiplicative noise in this
+    recursion and blew it up after 20-40 steps).  C_mu = sum over tangents of x x^T, with
+      * m tangents from x^0 = columns of Sigma_0^(1/2), no drive (the P Sigma_0 P^T part);
+      * the noise part from the eigen-expansion delta C_u^zeta = sum_j lam_j q_j q_j^T over the (time, m) index:
+        the top ``rank`` eigenvectors as drives G = sqrt(lam_j) q_j (exact), and the rest by ``residual`` random
+        drives from N(0, remainder) (unbiased Monte Carlo of the truncated part, weight 1/residual each).
+
+    D (S, N, m, m): per-path curvatures D^t (zero on excluded paths); zeta (N,); weight (N,) path probabilities;
+    R_theta (>=S, >=S, m, m); Cu_zeta (>=S, >=S, m, m) = E[zeta^2 u^t u^sT]; etas: step sizes.
+    Returns (C_mu (S, m, m), info dict: rank used, eigen-mass of the exact part).
+    """
+    S, N, m = D.shape[0], D.shape[1], D.shape[2]
+    rng = rng if rng is not None else np.random.default_rng(0)
+    # drives G^s for s < S-1 (G^s enters mu^{s+1})
+    nd = (S - 1) * m
+    lam_s, Sig_half = np.linalg.eigh(0.5 * (Sigma0 + Sigma0.T))
+    Sig_half = Sig_half * np.sqrt(np.maximum(lam_s, 0.0))
+    cols, wts = [], []
+    info = {"rank": 0, "residual_drives": 0, "exact_fraction": 1.0}
+    if nd:
+        A = delta * Cu_zeta[:S - 1, :S - 1].transpose(0, 2, 1, 3).reshape(nd, nd)
+        lam, V = np.linalg.eigh(0.5 * (A + A.T))
+        lam, V = lam[::-1], V[:, ::-1]
+        pos = lam > max(lam[0], 0.0) * 1e-13
+        lam, V = lam[pos], V[:, pos]
+        r = min(rank, lam.size)
+        exact = V[:, :r] * np.sqrt(lam[:r])
+        cols.append(exact), wts.append(np.ones(r))
+        total = float(lam.sum())
+        info.update(rank=int(r), exact_fraction=(float(lam[:r].sum()) / total if total > 0 else 1.0))
+        if lam.size > r and residual:
+            g = rng.standard_normal((lam.size - r, residual))
+            cols.append(V[:, r:] @ (np.sqrt(lam[r:])[:, None] * g)), wts.append(np.full(residual, 1.0 / residual))
+            info["residual_drives"] = int(residual)
+    drive = np.concatenate(cols, axis=1) if cols else np.zeros((0, 0))  # (nd, Jn)
+    Jn = drive.shape[1] if cols else 0
+    J = m + Jn
+    cw = np.concatenate([np.ones(m)] + wts)  # covariance weight per tangent
+    x = np.zeros((S, m, J))
+    x[0, :, :m] = Sig_half
+    Gd = np.zeros((S, m, J))
+    if Jn:
+        Gd[:S - 1, :, m:] = drive.reshape(S - 1, m, Jn)
+    K = np.zeros((S, m, J * N), dtype=dtype)  # K[s, b, (j, n)] = (D^s rho^s)[n, b] of tangent j
+    zw = (weight * zeta).astype(float)
+    zt = zeta.astype(dtype)
+    C = np.zeros((S, m, m))
+    for t in range(S):
+        rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
+        if t:
+            Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m).astype(dtype)
+            rho += (Rt @ K[:t].reshape(t * m, J * N)).reshape(m, J, N)
+        if m == 1:
+            Kt = rho * D[t, :, 0, 0].astype(dtype)[None, None, :]
+        else:
+            Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
+        K[t] = Kt.reshape(m, J * N)
+        C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
+        if t < S - 1:
+            F = Kt.astype(float) @ zw  # (m, J): sum_{s<=t} R_u^zeta(t, s) x^s
+            eta = etas[t]
+            x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
+    return C, info
 
 
 # ----------------------------------------------------------------------------------------------- latent rule
@@ -255,11 +338,10 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     zeta2 = (z @ hard_basis) ** 2  # (N, kH)
 
     par = _ParameterSide(T, m, Sigma0, etas, delta, ridge)
-    hard = [_ParameterSide(T, m, Sigma0, etas, delta, ridge) for _ in range(kH)]
     Ru = np.zeros((T + 1, T + 1, m, m))
     Cu = np.zeros((T + 1, T + 1, m, m))
-    Ru_h = np.zeros((kH, T + 1, T + 1, m, m))
-    Cu_h = np.zeros((kH, T + 1, T + 1, m, m))
+    Cu_h = np.zeros((kH, T + 1, T + 1, m, m))  # E[zeta_j^2 u^t u^sT], the hard process' noise covariance
+    Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
     M = np.zeros((T + 1, k, m))
     M[0] = M0
     Ezu = np.zeros((T + 1, k, m))
@@ -287,8 +369,6 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
 
     for t in range(T + 1):
         par.advance(t, Ru, Cu)
-        for j in range(kH):
-            hard[j].advance(t, Ru_h[j], Cu_h[j])
         Ct = par.C[t, :t + 1]  # (t+1, m, m)
         if not np.all(np.isfinite(Ct)) or np.max(np.abs(Ct)) > DIVERGENCE_LIMIT or \
                 np.max(np.abs(M[t])) > DIVERGENCE_LIMIT:
@@ -359,14 +439,14 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         H[t, m:] = der.F.T
         Ezu[t] = (z * wt[:, None]).T @ der.F
         # E[c u^t (xi^s; u^s)^T] for c = 1 and c = zeta_j^2, s <= t: one GEMM over the history
-        # Stein rows use u^t centred within each latent node (E[xi^s] = 0 exactly, so subtracting the node mean of u
-        # removes the part of the Monte-Carlo error that is the node mean times the sample mean of xi; factor
-        # P/(P-1) undoes the centring's 1/P bias): this keeps the zeta^2-weighted hard kernels stable at long times
+        # The Stein row uses u^t centred within each latent node (E[xi^s] = 0 exactly, so subtracting the node mean of
+        # u removes the part of the Monte-Carlo error that is the node mean times the sample mean of xi; factor
+        # P/(P-1) undoes the centring's 1/P bias)
         cs = [wt] + [wt * zeta2[:, j] for j in range(kH)]
         ut = H[t, m:]
         uc = ut.reshape(m, P_node, Qn)
         uc = ((uc - uc.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
-        V = np.concatenate([ut * c for c in cs] + ([uc * c for c in cs] if response == "stein" else []))
+        V = np.concatenate([ut * c for c in cs] + ([uc * wt] if response == "stein" else []))
         E = (V @ H[:t + 1].reshape((t + 1) * 2 * m, N).T).reshape(-1, m, t + 1, 2 * m)
         for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
             target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
@@ -377,8 +457,8 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         dtop[t] = _weighted_quantiles(dmax, wt, [1 - 1e-4])[0]
         Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
         Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
-        for j in range(kH):
-            Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
+        if kH:
+            Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
         if response == "stein":
             # recent lags t - W <= s < t exactly on the whole batch: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s with
             # K^s'_s = D^s' J^s'_s kept for the last W steps (ring buffer Kw[s' % W, s % W] of (m, N, m) blocks)
@@ -389,8 +469,7 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
                 for sp_ in range(s_, t):
                     J += np.einsum("ab,bnc->anc", par.R[t, sp_], Kw[sp_ % W, s_ % W])
                 Kts = gl_[:, :, None] * np.einsum("bn,bnc->nc", g_, J)[None] + cv_[:, :, None] * J  # D^t J^t_s
-                for j, target in enumerate([Ru] + [Ru_h[i] for i in range(kH)]):
-                    target[t, s_] = np.einsum("anc,n->ac", Kts, cs[j])
+                Ru[t, s_] = np.einsum("anc,n->ac", Kts, wt)
                 Kw[t % W, s_ % W] = Kts
             if W:
                 Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
@@ -400,11 +479,10 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
                 # the terms s' >= lo being known, R_u(t, s < lo) solves a triangular system: O(t m N) per step.
                 lm = lo * m
                 Lsub, Lrest = L[:lm, :lm], L[lm:tm + m, :lm]
-                for j, target in enumerate([Ru] + [Ru_h[i] for i in range(kH)]):
-                    known = target[t, lo:t + 1].transpose(1, 0, 2).reshape(m, tm + m - lm)  # (a, (s', b))
-                    G = E[1 + kH + j, :, :lo, :m].reshape(m, lm) - known @ Lrest          # (m, lo m)
-                    row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
-                    target[t, :lo] = row_.reshape(m, lo, m).transpose(1, 0, 2)
+                known = Ru[t, lo:t + 1].transpose(1, 0, 2).reshape(m, tm + m - lm)  # (a, (s', b))
+                G = E[1 + kH, :, :lo, :m].reshape(m, lm) - known @ Lrest          # (m, lo m)
+                row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
+                Ru[t, :lo] = row_.reshape(m, lo, m).transpose(1, 0, 2)
         elif response == "direct":
             # responses on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s for s < t, J^t_t = I,
             # K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the
@@ -421,8 +499,6 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
                 gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
                 K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
                 Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
-                for j in range(kH):
-                    Ru_h[j, t, :t] = np.einsum("sanc,n->sac", K[:t, t], (rwt * zeta2[:NR, j]).astype(np.float32))
             K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
         if t < T:
             keep = 1.0 - etas[t] * ridge
@@ -435,13 +511,19 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     last = T if diverged is None else diverged - 1
     S = last + 1
     idx = np.arange(S)
+    C_mu = np.zeros((S, kH, m, m))
+    hard_info = []
+    for j in range(kH):
+        zeta = z @ hard_basis[:, j]
+        C_mu[:, j], info = _hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
+        hard_info.append(info)
     Cdiag = par.C[idx, idx]
     gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag
     out = {
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
         "Ezu": Ezu[:S], "D_tail": tails[:S],
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
-        "C_mu": np.stack([h.C[idx, idx] for h in hard], axis=1) if kH else np.zeros((S, 0, m, m)),
+        "C_mu": C_mu, "hard_info": hard_info,
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
@@ -574,10 +656,10 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     Stein's lemma on the whole batch, O(t) per path per step) or "direct" (Jacobians propagated on a response batch,
     O(t^2)); sampler: "sobol" (scrambled QMC paths) or "random"; window: with response "stein", the last ``window``
     lags come exactly from per-path Jacobians on the whole batch and only older lags from Stein's lemma (0: all by
-    Stein).  Measured (GeLU phase retrieval, delta = 4): window 8 keeps the hard process C_mu stable to t = 40 at 131072
-    paths where pure Stein drifts, but its early C_mu errors are 3-10x larger; Theta^T Theta agrees within errors.
-    jitter: relative diagonal jitter of the Cholesky factor; seed: replica r uses SeedSequence(seed).spawn(replicas)[r]; processes: parallel replicas (default min(replicas,
-    CPUs)); kernels: keep the full two-time kernels.  Returns a :class:`DMFTResult`.
+    Stein).  ``response`` and ``window`` concern R_u; the hard process C_mu always uses pathwise tangents on the
+    whole batch (:func:`_hard_tangents`).  jitter: relative diagonal jitter of the Cholesky factor; seed: replica r
+    uses SeedSequence(seed).spawn(replicas)[r]; processes: parallel replicas (default min(replicas, CPUs)); kernels:
+    keep the full two-time kernels.  Returns a :class:`DMFTResult`.
     """
     from .simulate import _Progress, _check_int, _check_number
     from .symbolic.ingredients import link as make_link
@@ -655,6 +737,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         n_main = max(n_main, n_resp)
         batch_args = ("monte-carlo", 0, 0, 0, n_main, n_resp)
     mem = (n_resp * bytes_per_resp if response == "direct" else 0) + n_main * (T + 1) * m * 8 * 3
+    if hard_basis.shape[1]:  # per-path D^t and the tangents' history (float32), see _hard_tangents
+        mem += n_main * (T + 1) * m * (m + (m + HARD_RANK + HARD_RESIDUAL)) * 4
     procs = processes or min(replicas, os.cpu_count() or 1)
     from .simulate import physical_memory
 
@@ -729,10 +813,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         diverged_at = {"step": int(step), "hint": (
             f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}")}
     tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
-    # The hard process is a linear recursion driven by Monte-Carlo estimates of R_u^zeta; where it does not contract,
-    # their noise acts as multiplicative noise and makes E[mu mu^T] grow spuriously (exponentially, at a rate ~ 1/paths:
-    # measured for GeLU phase retrieval, delta = 4: blow-up near t = 25 with 32768 paths, t = 40 with 131072, while
-    # C_mu is ~42 and flat).  Flag the first time where the replicas disagree by more than 5% (relative stderr).
+    # At long times C_mu is an average dominated by rare paths (per-path tangents that grew while D < 0), so replicas
+    # scatter and their spread understates the error.  Flag the first time where they disagree by more than 5%.
     reliable = None
     if hard_basis.shape[1]:
         tr = np.einsum("tjaa->t", mean["C_mu"])
@@ -758,8 +840,14 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "processes": procs,
         "stderr": "std over independent replicas / sqrt(replicas); outputs are replica means",
         "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
-        "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (the linear hard "
-                               "process amplifies Monte-Carlo noise where it does not contract: raise paths)",
+        "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
+                               "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
+        "hard_process": (None if not hard_basis.shape[1] else {
+            "method": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
+                      "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
+            "rank": max(i["rank"] for r_ in results for i in r_["hard_info"]),
+            "residual_drives": max(i["residual_drives"] for r_ in results for i in r_["hard_info"]),
+            "exact_fraction": min(i["exact_fraction"] for r_ in results for i in r_["hard_info"])}),
         "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
                   "(replica means) of the quadrature x Monte-Carlo measure",
     }
