@@ -169,6 +169,8 @@ def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
     p = r.success_probability(400)
     assert p.shape == (11,) and np.all((p >= 0) & (p <= 1)) and p[-1] > p[0]
     assert np.allclose(r.M, 0)  # no easy direction
+    assert r.hard_ess.shape == (11,) and np.all((r.hard_ess > 0) & (r.hard_ess <= 1))
+    assert r.settings["hard_process"]["exact_fraction"] > 0.99 and len(r.as_dict()["hard"]["ess"]) == 11
 
 
 def test_no_hard_direction_has_no_finite_d_prediction():

@@ -163,7 +163,9 @@ def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0
 
     D (S, N, m, m): per-path curvatures D^t (zero on excluded paths); zeta (N,); weight (N,) path probabilities;
     R_theta (>=S, >=S, m, m); Cu_zeta (>=S, >=S, m, m) = E[zeta^2 u^t u^sT]; etas: step sizes.
-    Returns (C_mu (S, m, m), info dict: rank used, eigen-mass of the exact part).
+    Returns (C_mu (S, m, m), info dict: rank used, eigen-mass of the exact part, ``ess`` (S,): the effective fraction
+    of paths carrying E[zeta D^t rho^t] of the first tangent, (sum |c_n|)^2 / (N sum c_n^2) for its per-path terms
+    c_n -- small values mean a few paths (those whose tangent grew where D < 0) carry C_mu).
     """
     S, N, m = D.shape[0], D.shape[1], D.shape[2]
     rng = rng if rng is not None else np.random.default_rng(0)
@@ -201,6 +203,7 @@ def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0
     zw = (weight * zeta).astype(float)
     zt = zeta.astype(dtype)
     C = np.zeros((S, m, m))
+    ess = np.zeros(S)
     for t in range(S):
         rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
         if t:
@@ -212,10 +215,13 @@ def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0
             Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
         K[t] = Kt.reshape(m, J * N)
         C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
+        c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
+        ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
         if t < S - 1:
             F = Kt.astype(float) @ zw  # (m, J): sum_{s<=t} R_u^zeta(t, s) x^s
             eta = etas[t]
             x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
+    info["ess"] = ess
     return C, info
 
 
@@ -523,7 +529,7 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
         "Ezu": Ezu[:S], "D_tail": tails[:S],
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
-        "C_mu": C_mu, "hard_info": hard_info,
+        "C_mu": C_mu, "hard_info": hard_info, "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
@@ -541,7 +547,9 @@ class DMFTResult:
     train_loss, test_loss (T+1,); C_theta_tt (T+1, m, m); C_mu (T+1, kH, m, m) = d E[Theta^T e e^T Theta] per hard
     direction e (THEORY 3b); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest eigenvalue of
     D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
-    as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at.
+    as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
+    hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
+    replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`).
     """
 
     status: str
@@ -561,6 +569,7 @@ class DMFTResult:
     diverged_at: Optional[dict] = None
     Ezu: Optional[np.ndarray] = None
     hard_reliable_until: Optional[int] = None
+    hard_ess: Optional[np.ndarray] = None
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
@@ -569,7 +578,8 @@ class DMFTResult:
         for m = 1 this is P(chi2_1 > d C_theta(t, t) / C_mu(t)) (exact); for m > 1 the cos^2 between e and the top
         left singular vector of Theta is Monte-Carlo'd over mu (``samples`` draws).  Uses the first hard direction.
         Returns an array over t (all time points if t is None).  Times after ``hard_reliable_until`` rest on a
-        C_mu whose Monte-Carlo error exceeds 5%: treat them as unreliable (more paths push that time later)."""
+        C_mu whose replicas disagree by more than 5%: treat them as unreliable (C_mu is then carried by rare paths,
+        see ``hard_ess``; more paths push that time later only slowly)."""
         from scipy.stats import chi2
 
         if self.C_mu.shape[1] == 0:
@@ -608,7 +618,8 @@ class DMFTResult:
             "gram": self.gram.tolist(), "train_loss": self.train_loss.tolist(), "test_loss": self.test_loss.tolist(),
             "stderr": {k: np.asarray(v).tolist() for k, v in self.stderr.items()},
             "hard": {"C_mu": self.C_mu.tolist(), "C_mu_stderr": np.asarray(self.stderr.get("C_mu")).tolist(),
-                     "reliable_until": self.hard_reliable_until},
+                     "reliable_until": self.hard_reliable_until,
+                     "ess": (None if self.hard_ess is None else np.asarray(self.hard_ess).tolist())},
             "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
             "diverged_at": self.diverged_at,
         }
@@ -856,4 +867,5 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
-        hard_reliable_until=reliable)
+        hard_reliable_until=reliable,
+        hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))
