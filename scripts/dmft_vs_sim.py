@@ -325,10 +325,13 @@ def part2(args, rows, md):
               "`response='auto'` (Stein's lemma for eta >= 0.25, propagated Jacobians below: Stein's error grows like "
               "1/eta^2), and the other estimator is shown as a check; (ii) for "
               "sigma = x^2 the per-sample curvature at r^2 = y is D = 4y, so a latent node with eta*4y/delta > 2 has "
-              "a leave-one-out oscillation that diverges: the default 32-node rule has y up to 101; GD at n <= 10^4 "
-              "sees y <~ 20; `--x2-order` (default 10: y <= 23.6) keeps the DMFT law of y in that range.\n")
+              "a leave-one-out oscillation: the library excludes such single paths at latent nodes of probability "
+              "< 1e-9 and reports their weight (`--x2-order 10`, y <= 23.6, avoids them altogether); (iii) the "
+              "outputs at long t are averages carried by rare paths whose responses grew where D < 0, so part 2 uses "
+              "the random sampler and 16 replicas: the replica spread is then an honest (if heavy-tailed) error.\n")
     md.append(f"DMFT response estimator for R_u on the hard link: `{args.hard_response}`. GH order for "
-              f"sigma = x^2: {args.x2_order} (see notes).\n")
+              f"sigma = x^2: {args.x2_order or 'library default (32)'}; part 2 DMFT: {args.hard_paths} paths, "
+              f"{args.hard_replicas} replicas, sampler {args.hard_sampler}.\n")
     md.append(f"### 2a. DMFT vs constrained GD (d = {args.d}, {args.seeds} seeds)\n")
     t2a, t2b, checks = [], [], []
     for h in hard_settings(args):
@@ -336,8 +339,8 @@ def part2(args, rows, md):
         name = setting_name(h)
         net = dict(activation=h["activation"], link=HARD_LINK, loss="square", width=h["width"])
         log(f"part 2: {name}")
-        kw = dict(**net, delta=h["delta"], eta=h["eta"], steps=T, paths=args.paths, replicas=args.replicas,
-                  seed=args.dmft_seed)
+        kw = dict(**net, delta=h["delta"], eta=h["eta"], steps=T, paths=args.hard_paths, replicas=args.hard_replicas,
+                  seed=args.dmft_seed, sampler=args.hard_sampler)
         if h["order"]:
             kw["order"] = h["order"]
         res = run_dmft(name, **kw, response=args.hard_response)
@@ -533,12 +536,16 @@ def main(argv=None):
     p.add_argument("--x2-deltas", default="4,5,6,7")
     p.add_argument("--gelu-horizon", type=int, default=150)
     p.add_argument("--x2-horizon", type=int, default=300)
-    p.add_argument("--x2-order", type=int, default=10,
-                   help="Gauss-Hermite nodes in z for sigma = x^2 (see notes: outer nodes with eta*4y/delta > 2 are "
-                        "leave-one-out unstable)")
+    p.add_argument("--x2-order", type=int, default=None,
+                   help="Gauss-Hermite nodes in z for sigma = x^2 (default: the library's 32; outer nodes with "
+                        "eta*4y/delta > 2 are leave-one-out unstable single paths, excluded with their weight)")
     p.add_argument("--hard-response", default="auto", choices=("auto", "direct", "stein"),
                    help="DMFT estimator of R_u for the hard link (parts 2, 3); C_mu always uses pathwise tangents")
     p.add_argument("--paths", type=int, default=65536)
+    p.add_argument("--hard-paths", type=int, default=262144, help="DMFT paths in part 2 (heavy-tailed: see notes)")
+    p.add_argument("--hard-replicas", type=int, default=16, help="DMFT replicas in part 2")
+    p.add_argument("--hard-sampler", default="random", choices=("random", "sobol"),
+                   help="DMFT sampler in part 2 (random: replica spread is an honest error for heavy tails)")
     p.add_argument("--replicas", type=int, default=8)
     p.add_argument("--dmft-seed", type=int, default=0)
     p.add_argument("--processes", type=int, default=2, help="parallel simulator runs (one BLAS thread each)")
@@ -562,6 +569,7 @@ def main(argv=None):
         args.d_success = args.d_success[:2]
         args.gelu_horizon = min(args.gelu_horizon, 60)
         args.x2_horizon = min(args.x2_horizon, 120)
+        args.hard_paths, args.hard_replicas = min(args.hard_paths, 65536), min(args.hard_replicas, 8)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     stem = args.out or os.path.join(root, "tables", "dmft_vs_sim" + ("_quick" if args.quick else ""))
     os.makedirs(os.path.dirname(stem), exist_ok=True)
