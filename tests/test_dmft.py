@@ -162,6 +162,18 @@ def test_reproducible_and_seeded():
     assert a.settings["seed"] == 3
 
 
+def test_bias_check_keeps_the_main_replicas_and_reports_a_bias():
+    """bias_check adds replicas with half the paths: the reported means are those of the plain solve (same seeds), and
+    the bias is (half-path mean) - (mean), exactly zero at t = 0 where nothing is sampled for the gram."""
+    kw = dict(**EASY, eta=1.0, steps=4, paths=4096, replicas=4, sampler="random", seed=5)
+    plain, checked = dmft(**kw), dmft(**kw, bias_check=True)
+    assert np.array_equal(plain.gram, checked.gram) and plain.bias is None
+    b = checked.bias
+    assert b["gram"].shape == checked.gram.shape and b["stderr"]["train_loss"].shape == (5,)
+    assert np.allclose(b["gram"][0], 0) and np.all(b["stderr"]["train_loss"][1:] > 0)
+    assert "bias_check" in checked.settings and "bias" in checked.as_dict()
+
+
 def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
     r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=10, paths=4096, replicas=4)
     assert r.C_mu.shape == (11, 1, 1, 1) and math.isclose(r.C_mu[0, 0, 0, 0], 1.0)

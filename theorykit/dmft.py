@@ -549,7 +549,9 @@ class DMFTResult:
     D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
     as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
     hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
-    replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`).
+    replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`); bias (with
+    ``bias_check``): {key: estimated finite-path bias of that output, "stderr": {key: its standard error}} for M,
+    gram, train_loss, test_loss, C_theta_tt, C_mu.
     """
 
     status: str
@@ -570,6 +572,7 @@ class DMFTResult:
     Ezu: Optional[np.ndarray] = None
     hard_reliable_until: Optional[int] = None
     hard_ess: Optional[np.ndarray] = None
+    bias: Optional[dict] = None
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
@@ -625,6 +628,9 @@ class DMFTResult:
         }
         if self.kernels is not None:
             out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernels.items()}
+        if self.bias is not None:
+            out["bias"] = {k: ({kk: np.asarray(vv).tolist() for kk, vv in v.items()} if k == "stderr"
+                               else np.asarray(v).tolist()) for k, v in self.bias.items()}
         return out
 
 
@@ -653,7 +659,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
          steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None, paths: int = 20000,
          replicas: int = 8, latent: str = "auto", order: Optional[int] = None, response_paths: Optional[int] = None,
          jitter: float = 1e-10, sampler: str = "sobol", response: str = "auto", window: int = 0, seed: int = 0,
-         processes: Optional[int] = None, kernels: bool = False, progress: bool = False) -> DMFTResult:
+         processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
+         bias_check: bool = False) -> DMFTResult:
     """Solve the discrete-time DMFT (THEORY.md section 3) and the hard-direction process (section 3b).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -661,7 +668,11 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     sizes eta_t, e.g. from :func:`flow_schedule`).  ridge >= 0.  Sigma0 (m x m, default I) and M0 (k x m, default 0)
     give the initial law theta^0 ~ N(0, Sigma0), M_0 = M0.
     paths: total number of sample paths over all replicas; replicas (>= 2): independent solves whose spread gives
-    every standard error; latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
+    every standard error.  The spread does not show two things (measured, tables/dmft_dscan.md and the notes of
+    tables/dmft_vs_sim.md): a bias of order replicas/paths, because the noise of R_u enters C_theta quadratically
+    (GeLU, easy link, delta = 4, train loss at t = 50 against 2^20 paths: -5.3% with 32768 paths, -0.8 +- 0.5% with
+    65536, +0.2 +- 0.1% with 2^21), and the right skew of replicas where rare paths carry the result (long times with
+    unbounded-below D, e.g. y = z^2): compare two path counts before quoting 1%-level numbers.  latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
     default 32 in 1-D and 16 in 2-D), "monte-carlo" or "auto"; response_paths: paths per replica carrying the
     response functions with response="direct" (default: as many as fit in ~1.2 GB); response: "stein" (R_u from
     Stein's lemma on the whole batch, O(t) per path per step) or "direct" (Jacobians propagated on a response batch,
@@ -670,7 +681,9 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     Stein).  ``response`` and ``window`` concern R_u; the hard process C_mu always uses pathwise tangents on the
     whole batch (:func:`_hard_tangents`).  jitter: relative diagonal jitter of the Cholesky factor; seed: replica r
     uses SeedSequence(seed).spawn(replicas)[r]; processes: parallel replicas (default min(replicas, CPUs)); kernels:
-    keep the full two-time kernels.  Returns a :class:`DMFTResult`.
+    keep the full two-time kernels.  bias_check: also solve ``replicas`` more replicas with half the paths each (1.5x
+    the cost) and report ``bias`` = (their mean) - (the reported mean), the estimated finite-path bias of every output
+    if it scales like 1/paths, with its standard error.  Returns a :class:`DMFTResult`.
     """
     from .simulate import _Progress, _check_int, _check_number
     from .symbolic.ingredients import link as make_link
@@ -758,10 +771,20 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
                              f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
 
-    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(replicas)]
+    root_seq = np.random.SeedSequence(seed)
+    seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(replicas)]
     jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window)
             for s in seeds]
-    bar = _Progress(replicas) if progress else None
+    if bias_check:
+        # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
+        if batch_args[0] == "gauss-hermite":
+            half = batch_args[:2] + (max(2, batch_args[2] // 2), max(2, batch_args[3] // 2)) + batch_args[4:]
+            half = half[:2] + (max(half[2], half[3]),) + half[3:]
+        else:
+            half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
+        jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
+                  sampler, response, window) for s in root_seq.spawn(replicas)]
+    bar = _Progress(len(jobs)) if progress else None
     results = []
     if procs > 1:
         import multiprocessing as mp
@@ -778,13 +801,14 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
             if bar:
                 bar.update(i + 1)
     if bar:
-        bar.close(replicas)
+        bar.close(len(jobs))
+    halves, results = results[replicas:], results[:replicas]
 
-    S = min(len(r["train_loss"]) for r in results)
-    div = [r["diverged"] for r in results if r["diverged"] is not None]
+    S = min(len(r["train_loss"]) for r in results + halves)
+    div = [r["diverged"] for r in results + halves if r["diverged"] is not None]
 
-    def stack(key, two_time=False):
-        arr = [r[key][:S, :S] if two_time else r[key][:S] for r in results]
+    def stack(key, two_time=False, group=None):
+        arr = [r[key][:S, :S] if two_time else r[key][:S] for r in (results if group is None else group)]
         arr = np.stack(arr)
         return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
 
@@ -792,6 +816,15 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     mean, err = {}, {}
     for key in keys:
         mean[key], err[key] = stack(key)
+    bias = None
+    if bias_check:
+        # E[f_N] = f + b/N (the noise of R_u enters C_theta quadratically): the bias of the reported mean is
+        # E[f_{N/2}] - E[f_N], estimated by the difference of the two groups' means
+        bias = {"stderr": {}}
+        for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu"):
+            mh, eh = stack(key, group=halves)
+            bias[key] = mh - mean[key]
+            bias["stderr"][key] = np.sqrt(eh ** 2 + err[key] ** 2)
     tails = np.stack([r["D_tail"][:S] for r in results])
     D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
     err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(replicas)])
@@ -840,6 +873,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "Sigma0": Sigma0.tolist(), "M0": M0.tolist(), "k": k, "hard_dim": int(hard_basis.shape[1]),
         "hard_basis": hard_basis.tolist(), "latent": latent, "order": (order if latent == "gauss-hermite" else None),
         "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
+        "bias_check": (None if not bias_check else f"{replicas} more replicas of {int(halves[0]['N'])} paths each; "
+                       "bias = their mean - the reported mean (the finite-path bias if it scales like 1/paths)"),
         "response_paths_per_replica": int(results[0]["NR"]), "paths_total": int(results[0]["N"]) * replicas,
         "excluded_weight": max(r_["excluded"] for r_ in results),
         "excluded_first_step": min((r_["excluded_at"] for r_ in results if r_["excluded_at"] is not None),
@@ -867,5 +902,5 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
-        hard_reliable_until=reliable,
+        hard_reliable_until=reliable, bias=bias,
         hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))

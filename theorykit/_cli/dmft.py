@@ -1,10 +1,11 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response auto|stein|direct] [--kernels] [--predict-d D] [--progress] [--json]
+[--response auto|stein|direct] [--kernels] [--bias-check] [--predict-d D] [--progress] [--json]
 
-JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr}, D_tail
-[{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with --kernels), settings,
+JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
+reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
+--kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (with --bias-check), settings,
 seconds, diverged_at (+ success_probability {d, values} with --predict-d).
 """
 import sys
@@ -34,6 +35,8 @@ def add_parser(sub):
     p.add_argument("--response", default="auto", choices=["auto", "stein", "direct"],
                    help="response estimator: Stein's lemma (eta >= 0.25) or propagated Jacobians (auto picks)")
     p.add_argument("--kernels", action="store_true", help="include the two-time kernels in the output")
+    p.add_argument("--bias-check", action="store_true",
+                   help="also solve as many replicas with half the paths and report the finite-path bias ('bias')")
     p.add_argument("--predict-d", type=int, default=None,
                    help="also give the predicted probability of hard overlap > 1/2 at this d (THEORY 3b)")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
@@ -56,6 +59,7 @@ def run(args) -> dict:
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
                ridge=args.ridge, paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
                sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
+               bias_check=args.bias_check,
                progress=progress, **step)
     out = res.as_dict()
     if args.predict_d is not None:
