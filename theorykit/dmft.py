@@ -114,7 +114,7 @@ class _ParameterSide:
 
     Arrays (t-major): P (T+1, m, m); R (T+1, T+1, m, m) with R[t, s] = R_theta(t, s) (zero for s >= t);
     C (T+1, T+1, m, m) with C[t, s] = C_theta(t, s).  ``advance(t, Ru, Cu)`` fills time t from the kernels of the
-    sample side at times < t.  Used for Theta_perp (kernels R_u, C_u) and for each hard direction (zeta^2-weighted).
+    sample side at times < t.  Used for Theta_perp (kernels R_u, C_u); the hard process uses :func:`_hard_tangents`.
     """
 
     def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge: float):
@@ -481,7 +481,7 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
                 Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
             if lo:
                 # older lags by Stein's lemma on w = L xi (L: the factor actually sampled, of C_theta + jitter I):
-                #   E[c u^t xi^sT] = sum_{s<=s'<=t} E[c D^t J^t_s'] L(s', s),   c = 1 or zeta^2 (independent of w),
+                #   E[u^t xi^sT] = sum_{s<=s'<=t} E[D^t J^t_s'] L(s', s),
                 # the terms s' >= lo being known, R_u(t, s < lo) solves a triangular system: O(t m N) per step.
                 lm = lo * m
                 Lsub, Lrest = L[:lm, :lm], L[lm:tm + m, :lm]
