@@ -47,7 +47,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import math
 import os
@@ -455,12 +454,7 @@ def main(argv=None):
     wall = time.perf_counter() - t_start
 
     # ---- CSV
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else r[k]))
-                        for k in CSV_COLUMNS})
+    base.write_csv(stem + ".csv", rows, CSV_COLUMNS)
 
     # ---- markdown
     md = ["# Finite-d gap of GD vs the DMFT, scanned over d (easy link y = z + z^2/2, square loss, m = 2, eta = 1, "

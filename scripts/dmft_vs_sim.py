@@ -133,6 +133,16 @@ def compare(dm, dm_se, sim_arr):
             "rel_err": gap / max(nm, 1e-300), "rel_se": noise / max(nm, 1e-300)}
 
 
+def write_csv(path, rows, columns):
+    """rows (dicts) -> CSV with the given columns; floats to 6 significant digits, None as empty."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else r[k]))
+                        for k in columns})
+
+
 def fmt(v, p=4):
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "—"
@@ -594,12 +604,7 @@ def main(argv=None):
         part3(args, rows, body)
     wall = time.perf_counter() - t0
 
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else r[k]))
-                        for k in CSV_COLUMNS})
+    write_csv(stem + ".csv", rows, CSV_COLUMNS)
     head = [f"# DMFT vs finite-d GD (THEORY.md sections 3, 3b, 5, 8)\n",
             f"Command (from the repository root): `{cmd}`\n",
             f"Date: {started.strftime('%Y-%m-%d %H:%M %Z')}. Wall time: {wall / 60:.1f} min "
