@@ -457,14 +457,18 @@ def part3(args, rows, md):
               "is not; max_t P_t is the probability of the union bound's largest event, exact if mu^t is one growing "
               "Gaussian mode. Also shown: P_H (at the horizon). Band: C_mu +- its standard error. Simulated: fraction "
               "of seeds with escape_time <= H ('by H'), and with success at t = H ('at H'); binomial se = "
-              "sqrt(p(1-p)/n). DMFT response estimator: " + f"`{args.hard_response}`.\n")
+              "sqrt(p(1-p)/n). DMFT response estimator: " + f"`{args.hard_response}`. **Capture (matched)**: "
+              "`res.capture_probability(d, m*)` = P(chi2_1 > d m*^2 / v), v = C_mu/P_t^2 at t_rel (the linear process' "
+              "variance in units of an initial overlap), m* = `capture_threshold(...)`: the smallest initial hard "
+              "overlap from which the nonlinear DMFT reaches cos^2 > 1/2 by H (bisection to 0.01, "
+              f"{args.capture_paths} paths x 4 replicas per solve).\n")
     for st in success_settings(args):
         H = st["H"]
         name = f"{st['activation']}, m=1, eta={st['eta']:g}, horizon H={H}"
         md.append(f"### {name}\n")
         net = dict(activation=st["activation"], link=HARD_LINK, loss="square", width=1)
         table = []
-        curves = {d: ([], [], []) for d in args.d_success}
+        curves = {d: ([], [], [], []) for d in args.d_success}
         for delta in st["deltas"]:
             log(f"part 3: {name}, delta = {delta}")
             kw = dict(**net, delta=delta, eta=st["eta"], steps=H, paths=args.paths, replicas=args.replicas,
@@ -477,8 +481,21 @@ def part3(args, rows, md):
             Cmu = res.C_mu[:, 0, 0, 0]
             Cse = res.stderr["C_mu"][:, 0, 0, 0]
             rel = res.hard_reliable_until if res.hard_reliable_until is not None else Tm
+            cap = None
+            if args.capture:
+                ckw = dict(paths=args.capture_paths, replicas=4, seed=args.dmft_seed, response=args.hard_response,
+                           **({"order": st["order"]} if st["order"] else {}))
+                t_c = time.perf_counter()
+                try:
+                    cap = tk.capture_threshold(**net, delta=delta, eta=st["eta"], steps=H, lo=0.0, hi=0.5, tol=0.01,
+                                               **ckw)
+                except tk.TheorykitError as exc:
+                    log(f"  capture threshold: {exc}")
+                log(f"  capture threshold delta={delta}: "
+                    f"{'none below 0.5' if cap is None else cap['bracket']} ({time.perf_counter() - t_c:.0f} s)")
             for d in args.d_success:
                 P = res.success_probability(d)
+                p_cap = None if cap is None else res.capture_probability(d, cap["m_star"], t_match=rel)
                 by, at = float(np.max(P[:rel + 1])), float(P[-1])
                 by_all = float(np.max(P))
                 lo = float(np.max(p_m1(d, Cth, np.maximum(Cmu - Cse, 1e-300))[:rel + 1]))
@@ -502,31 +519,46 @@ def part3(args, rows, md):
                                       f"diverged sims {seeds - n}"))
                 noisy = (hi - lo) > 0.2  # the C_mu +- se band moves the prediction by more than 0.2
                 table.append([delta, d, rel, f"{by:.3f} [{lo:.3f}, {hi:.3f}]" + (" (noise-dominated)" if noisy else ""),
-                              f"{by_all:.3f}", f"{at:.3f}", f"{p_by:.3f} ± {se_by:.3f}",
+                              f"{by_all:.3f}", "—" if p_cap is None else f"{p_cap:.3f} (m* {cap['m_star']:.3f})",
+                              f"{at:.3f}", f"{p_by:.3f} ± {se_by:.3f}",
                               f"{p_at:.3f}", f"{len(esc)}/{n}", "—" if med is None else f"{med:.0f}",
                               f"{int(np.argmax(P[:rel + 1]))}"])
                 curves[d][0].append(delta), curves[d][1].append(by), curves[d][2].append(p_by)
+                curves[d][3].append(p_cap if p_cap is not None else float("nan"))
+                if p_cap is not None:
+                    rows.append(dict(part="3", setting=name, quantity="P(success by H) [capture]", t=H, d=d,
+                                     seeds=n, dmft=p_cap, dmft_se=None, sim_mean=p_by, sim_se=se_by, rel_err=None,
+                                     rel_se=None, ratio=None, **{"pass": abs(p_cap - p_by) <= max(2 * se_by, 0.1)},
+                                     note=f"delta={delta}; m*={cap['m_star']:.4f} bracket {cap['bracket']}; "
+                                          f"t_match={rel}"))
             md_note = (f"DMFT delta={delta}: status {res.status}, C_mu(H) = {fmt(float(Cmu[-1]))} ± "
                        f"{fmt(float(Cse[-1]))}, C_theta(H) = {fmt(float(Cth[-1]))}")
             rows.append(dict(part="3", setting=name, quantity="C_mu(H)", t=Tm, d=None, seeds=None,
                              dmft=float(Cmu[-1]), dmft_se=float(Cse[-1]), sim_mean=None, sim_se=None, rel_err=None,
                              rel_se=None, ratio=None, **{"pass": None}, note=md_note))
-        md.append(md_table(["delta", "d", "t_rel", "DMFT by t_rel [band]", "DMFT by H (all t)", "DMFT at H",
+        md.append(md_table(["delta", "d", "t_rel", "DMFT by t_rel [band]", "DMFT by H (all t)", "capture (matched)",
+                            "DMFT at H",
                             "sim by H ± se", "sim at H", "successes", "median escape", "argmax_{t<=t_rel} P_t"], table))
         mids = []
-        for d, (ds, pp, ps) in curves.items():
+        for d, (ds, pp, ps, pc) in curves.items():
             def mid(x, y):
                 for i in range(len(x) - 1):
                     if (y[i] - 0.5) * (y[i + 1] - 0.5) <= 0 and y[i] != y[i + 1]:
                         return x[i] + (0.5 - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
                 return None
             mp_, ms_ = mid(ds, pp), mid(ds, ps)
-            mids.append([d, fmt(mp_) if mp_ else "not crossed", fmt(ms_) if ms_ else "not crossed"])
+            mc_ = mid(ds, pc) if not any(math.isnan(v) for v in pc) else None
+            mids.append([d, fmt(mp_) if mp_ else "not crossed", fmt(mc_) if mc_ else "not crossed",
+                         fmt(ms_) if ms_ else "not crossed"])
+            if mc_:
+                rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2) [capture]", t=H, d=d,
+                                 seeds=None, dmft=mc_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None,
+                                 rel_se=None, ratio=None, **{"pass": None}, note="linear interpolation in delta"))
             rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2)", t=H, d=d, seeds=None,
                              dmft=mp_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None, rel_se=None, ratio=None,
                              **{"pass": None}, note="linear interpolation in delta"))
         md.append("\nMidpoints (P = 1/2, linear interpolation in delta):\n")
-        md.append(md_table(["d", "DMFT midpoint", "sim midpoint"], mids))
+        md.append(md_table(["d", "DMFT midpoint (by t_rel)", "capture midpoint", "sim midpoint"], mids))
         md.append("")
 
 
@@ -552,6 +584,9 @@ def main(argv=None):
     p.add_argument("--hard-response", default="auto", choices=("auto", "direct", "stein"),
                    help="DMFT estimator of R_u for the hard link (parts 2, 3); C_mu always uses pathwise tangents")
     p.add_argument("--paths", type=int, default=65536, help="DMFT paths in part 3")
+    p.add_argument("--no-capture", dest="capture", action="store_false",
+                   help="part 3 without the matched capture prediction (capture_threshold: ~7 DMFT solves per delta)")
+    p.add_argument("--capture-paths", type=int, default=32768, help="DMFT paths per capture_threshold solve")
     p.add_argument("--easy-paths", type=int, default=262144,
                    help="DMFT paths in part 1 (65536 biased the late train loss low by ~1-2%%: tables/dmft_dscan.md)")
     p.add_argument("--hard-paths", type=int, default=262144, help="DMFT paths in part 2 (heavy-tailed: see notes)")

@@ -12,6 +12,7 @@ Public API (everything else is implementation):
     hessian_bottom, hessian_matvec    bottom Hessian eigenpairs by Lanczos on a matrix-free product
     population_loss                   population (fresh-sample) test loss from M = Theta*^T Theta, C
     dmft, flow_schedule               DMFT of GD (THEORY 3, 3b) with standard errors; gradient-flow grids
+    capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
@@ -28,7 +29,7 @@ from .sweeps import sweep, summarise
 from .spectral import spectral_prediction, spectral_threshold, SpectralLaw
 from .spectrum import hessian_bottom, hessian_matvec, HessianSpectrum
 from .population import population_loss
-from .dmft import dmft, flow_schedule, DMFTResult
+from .dmft import capture_threshold, dmft, flow_schedule, DMFTResult
 
 __version__ = "0.1.0"
 
@@ -37,4 +38,4 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg", "simulate",
            "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
-           "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult"]
+           "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold"]

@@ -203,6 +203,7 @@ def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0
     zw = (weight * zeta).astype(float)
     zt = zeta.astype(dtype)
     C = np.zeros((S, m, m))
+    C_init = np.zeros((S, m, m))  # the P Sigma_0 P^T part (first m tangents)
     ess = np.zeros(S)
     for t in range(S):
         rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
@@ -215,13 +216,14 @@ def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0
             Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
         K[t] = Kt.reshape(m, J * N)
         C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
+        C_init[t] = x[t][:, :m] @ x[t][:, :m].T
         c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
         ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
         if t < S - 1:
             F = Kt.astype(float) @ zw  # (m, J): sum_{s<=t} R_u^zeta(t, s) x^s
             eta = etas[t]
             x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
-    info["ess"] = ess
+    info["ess"], info["C_init"] = ess, C_init
     return C, info
 
 
@@ -529,13 +531,57 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
         "Ezu": Ezu[:S], "D_tail": tails[:S],
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
-        "C_mu": C_mu, "hard_info": hard_info, "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
+        "C_mu": C_mu, "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH
+                                    else np.zeros((S, 0, m, m))), "hard_info": hard_info, "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
         "excluded_at": excluded_at,
     }
     return out
+
+
+# ----------------------------------------------------------------------------------------------- capture
+def capture_threshold(activation, link, loss="square", width: int = 1, *, delta: float, eta: float, steps: int,
+                      lo: float = 0.0, hi: float = 1.0, tol: float = 0.01, **kw) -> dict:
+    """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
+    first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol.
+
+    Each evaluation is ``dmft(..., M0 = m0 e)`` with e the first hard direction (other arguments in ``kw``, e.g.
+    paths, replicas, seed).  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  The bracket is checked: hi must
+    capture and lo must not.  Returns {"m_star": midpoint, "bracket": [lo, hi], "evaluations": [(m0, cos2), ...]}.
+    """
+    from .symbolic.ingredients import link as make_link
+    from .symbolic.links import analyse_link
+
+    if width != 1:
+        raise TheorykitError("capture_threshold is defined for width m = 1")
+    if not (0 <= lo < hi and tol > 0):
+        raise TheorykitError(f"need 0 <= lo < hi and tol > 0, got lo={lo!r}, hi={hi!r}, tol={tol!r}")
+    lk = make_link(link)
+    hb = np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
+    if hb.shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    e = hb[:, 0]
+    evals = []
+
+    def captured(m0):
+        r = dmft(activation, lk, loss, 1, delta=delta, eta=eta, steps=steps, M0=(m0 * e)[:, None], **kw)
+        if r.status != "ok":
+            raise TheorykitError(f"the DMFT from m0 = {m0:g} did not reach t = {steps} ({r.diverged_at['hint']})")
+        Me = float(e @ r.M[-1, :, 0])
+        c2 = Me ** 2 / (Me ** 2 + float(r.C_theta_tt[-1, 0, 0]))
+        evals.append((float(m0), c2))
+        return c2 > 0.5
+
+    if not captured(hi):
+        raise TheorykitError(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
+    if lo > 0 and captured(lo):
+        raise TheorykitError(f"m0 = lo = {lo:g} is already captured by t = {steps}: lower lo")
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if captured(mid) else (mid, hi)
+    return {"m_star": 0.5 * (lo + hi), "bracket": [lo, hi], "evaluations": evals}
 
 
 # ----------------------------------------------------------------------------------------------- result
@@ -549,7 +595,8 @@ class DMFTResult:
     D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
     as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
     hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
-    replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`); bias (with
+    replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`); C_mu_init
+    (T+1, kH, m, m): the part of C_mu grown from the initial overlap alone, P_t Sigma_0 P_t^T; bias (with
     ``bias_check``): {key: estimated finite-path bias of that output, "stderr": {key: its standard error}} for M,
     gram, train_loss, test_loss, C_theta_tt, C_mu.
     """
@@ -573,6 +620,7 @@ class DMFTResult:
     hard_reliable_until: Optional[int] = None
     hard_ess: Optional[np.ndarray] = None
     bias: Optional[dict] = None
+    C_mu_init: Optional[np.ndarray] = None
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
@@ -611,6 +659,29 @@ class DMFTResult:
                 ok += u[0, 0] ** 2 > 0.5
             out.append(ok / samples)
         return np.array(out)
+
+    def capture_probability(self, d: int, m_star: float, t_match: Optional[int] = None) -> float:
+        """Matched finite-d prediction (m = 1): P(GD at dimension d captures the hard direction by the horizon).
+
+        The linear process (THEORY.md section 3b) is trusted up to ``t_match`` (default: ``hard_reliable_until``);
+        there mu^t = P_t mu_eff with an effective initial overlap mu_eff ~ N(0, v), v = C_mu(t)/P_t^2 =
+        C_mu(t) Sigma_0 / C_mu_init(t) (noise-driven growth counted in units of initial overlap).  The nonlinear DMFT
+        started from an initial hard overlap m0 reaches cos^2 > 1/2 by the horizon iff m0 > m_star
+        (:func:`capture_threshold`).  So P = P(chi2_1 > d m_star^2 / v).  A heuristic matching, measured against GD
+        in tables/dmft_vs_sim.md (notes): GeLU phase retrieval, midpoints 10.3/11.0/11.9 vs GD 8.7/11/11.5 at
+        d = 200/400/800, where the linear prediction never reaches 1/2."""
+        from scipy.stats import chi2
+
+        if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1:
+            raise TheorykitError("capture_probability needs a hard direction and width m = 1")
+        if not (isinstance(m_star, (int, float)) and math.isfinite(m_star) and m_star > 0):
+            raise TheorykitError(f"m_star must be a positive number, got {m_star!r}")
+        tm = self.hard_reliable_until if t_match is None else int(t_match)
+        if tm is None or not 0 <= tm < len(self.t):
+            raise TheorykitError(f"t_match must be a time index in [0, {len(self.t) - 1}], got {t_match!r}")
+        sigma0 = float(np.asarray(self.settings["Sigma0"])[0, 0])
+        v = float(self.C_mu[tm, 0, 0, 0]) * sigma0 / max(float(self.C_mu_init[tm, 0, 0, 0]), 1e-300)
+        return float(chi2.sf(int(d) * m_star ** 2 / max(v, 1e-300), 1))
 
     def as_dict(self) -> dict:
         tail = [{"t": int(t), "min": float(r[0]), **{f"q{q:.0e}".replace("e-0", "e-"): float(v)
@@ -812,7 +883,7 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         arr = np.stack(arr)
         return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
 
-    keys = ["M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu", "Ezu"]
+    keys = ["M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu", "C_mu_init", "Ezu"]
     mean, err = {}, {}
     for key in keys:
         mean[key], err[key] = stack(key)
@@ -900,7 +971,7 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     return DMFTResult(
         status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
-        C_mu=mean["C_mu"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
+        C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
         hard_reliable_until=reliable, bias=bias,
         hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))
