@@ -630,7 +630,8 @@ class DMFTResult:
         left singular vector of Theta is Monte-Carlo'd over mu (``samples`` draws).  Uses the first hard direction.
         Returns an array over t (all time points if t is None).  Times after ``hard_reliable_until`` rest on a
         C_mu whose replicas disagree by more than 5%: treat them as unreliable (C_mu is then carried by rare paths,
-        see ``hard_ess``; more paths push that time later only slowly)."""
+        see ``hard_ess``; more paths push that time later only slowly).  Measured: right in mean and law where it is
+        reliable, but GD escapes later; :meth:`capture_probability` is the matched prediction that tracks GD."""
         from scipy.stats import chi2
 
         if self.C_mu.shape[1] == 0:
