@@ -341,6 +341,8 @@ def test_capture_probability_is_the_matched_formula_and_checks_input():
         r.capture_probability(400, -1.0)
     with pytest.raises(TheorykitError, match="t_match"):
         r.capture_probability(400, 0.1, t_match=99)
+    with pytest.raises(TheorykitError, match="d must be an integer"):
+        r.capture_probability(0, 0.1, t_match=5)
     r2 = dmft(**dict(PR, width=2), delta=9.0, eta=1.0, steps=2, paths=2048, replicas=2)
     with pytest.raises(TheorykitError, match="width m = 1"):
         r2.capture_probability(400, 0.1)
@@ -361,3 +363,7 @@ def test_capture_threshold_bisection_and_bracket_checks():
         capture_threshold(**kw, lo=0.0, hi=0.005, tol=0.001)
     with pytest.raises(TheorykitError, match="width m = 1"):
         capture_threshold(**dict(kw, width=2), lo=0.0, hi=0.4)
+    with pytest.raises(TheorykitError, match="hi must be"):
+        capture_threshold(**kw, lo=0.3, hi=0.2)
+    with pytest.raises(TheorykitError, match="tol must be"):
+        capture_threshold(**kw, tol="small")

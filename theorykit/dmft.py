@@ -542,6 +542,13 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
 
 
 # ----------------------------------------------------------------------------------------------- capture
+def _hard_basis(lk) -> np.ndarray:
+    """(k, kH) orthonormal basis of the link's hard latent subspace (THEORY.md section 2)."""
+    from .symbolic.links import analyse_link
+
+    return np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
+
+
 def capture_threshold(activation, link, loss="square", width: int = 1, *, delta: float, eta: float, steps: int,
                       lo: float = 0.0, hi: float = 1.0, tol: float = 0.01, **kw) -> dict:
     """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
@@ -551,15 +558,16 @@ def capture_threshold(activation, link, loss="square", width: int = 1, *, delta:
     paths, replicas, seed).  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  The bracket is checked: hi must
     capture and lo must not.  Returns {"m_star": midpoint, "bracket": [lo, hi], "evaluations": [(m0, cos2), ...]}.
     """
+    from .simulate import _check_number
     from .symbolic.ingredients import link as make_link
-    from .symbolic.links import analyse_link
 
     if width != 1:
         raise TheorykitError("capture_threshold is defined for width m = 1")
-    if not (0 <= lo < hi and tol > 0):
-        raise TheorykitError(f"need 0 <= lo < hi and tol > 0, got lo={lo!r}, hi={hi!r}, tol={tol!r}")
+    lo = _check_number("lo", lo, lambda v: v >= 0, ">= 0")
+    hi = _check_number("hi", hi, lambda v: v > lo, "> lo")
+    tol = _check_number("tol", tol, lambda v: v > 0, "> 0")
     lk = make_link(link)
-    hb = np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
+    hb = _hard_basis(lk)
     if hb.shape[1] == 0:
         raise TheorykitError("this link has no hard direction: nothing to capture")
     e = hb[:, 0]
@@ -669,9 +677,11 @@ class DMFTResult:
         C_mu(t) Sigma_0 / C_mu_init(t) (noise-driven growth counted in units of initial overlap).  The nonlinear DMFT
         started from an initial hard overlap m0 reaches cos^2 > 1/2 by the horizon iff m0 > m_star
         (:func:`capture_threshold`).  So P = P(chi2_1 > d m_star^2 / v).  A heuristic matching, measured against GD
-        in tables/dmft_vs_sim.md (notes): GeLU phase retrieval, midpoints 10.3/11.0/11.9 vs GD 8.7/11/11.5 at
-        d = 200/400/800, where the linear prediction never reaches 1/2."""
+        in tables/dmft_vs_sim_part3.md: 22 of 24 cells within max(2 se, 0.1); GeLU phase retrieval midpoints
+        10.1/10.8/11.7 vs GD 8.7/11.0/11.5 at d = 200/400/800, where the linear prediction never reaches 1/2."""
         from scipy.stats import chi2
+
+        from .simulate import _check_int
 
         if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1:
             raise TheorykitError("capture_probability needs a hard direction and width m = 1")
@@ -682,7 +692,7 @@ class DMFTResult:
             raise TheorykitError(f"t_match must be a time index in [0, {len(self.t) - 1}], got {t_match!r}")
         sigma0 = float(np.asarray(self.settings["Sigma0"])[0, 0])
         v = float(self.C_mu[tm, 0, 0, 0]) * sigma0 / max(float(self.C_mu_init[tm, 0, 0, 0]), 1e-300)
-        return float(chi2.sf(int(d) * m_star ** 2 / max(v, 1e-300), 1))
+        return float(chi2.sf(_check_int("d", d, 1) * m_star ** 2 / max(v, 1e-300), 1))
 
     def as_dict(self) -> dict:
         tail = [{"t": int(t), "min": float(r[0]), **{f"q{q:.0e}".replace("e-0", "e-"): float(v)
@@ -759,7 +769,6 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     """
     from .simulate import _Progress, _check_int, _check_number
     from .symbolic.ingredients import link as make_link
-    from .symbolic.links import analyse_link
     from .symbolic.network import Network
 
     t0 = _time.perf_counter()
@@ -789,7 +798,7 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     if not np.allclose(Sigma0, Sigma0.T) or np.linalg.eigvalsh(Sigma0)[0] < -1e-12:
         raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
     M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
-    hard_basis = np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(k, -1)
+    hard_basis = _hard_basis(lk)
 
     nlat = k + (1 if lk.noisy else 0)
     if latent == "auto":
