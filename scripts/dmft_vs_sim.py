@@ -434,9 +434,15 @@ def part2(args, rows, md):
 
 # ------------------------------------------------------------------------------------------------ part 3: success
 def success_settings(args):
-    g = dict(activation="gelu", width=1, eta=1.0, deltas=args.gelu_deltas, H=args.gelu_horizon, order=None)
-    x = dict(activation="x**2", width=1, eta=0.05, deltas=args.x2_deltas, H=args.x2_horizon, order=args.x2_order)
-    return [g, x]
+    g = dict(key="gelu", activation="gelu", link=HARD_LINK, loss="square", width=1, eta=1.0, deltas=args.gelu_deltas,
+             H=args.gelu_horizon, order=None)
+    x = dict(key="x2", activation="x**2", link=HARD_LINK, loss="square", width=1, eta=0.05, deltas=args.x2_deltas,
+             H=args.x2_horizon, order=args.x2_order)
+    # a classification check beyond the two settings: another link and loss (hard: y is even in z)
+    c = dict(key="sign", activation="gelu", link="sign-symmetric", loss="logistic", width=1, eta=1.0,
+             deltas=args.sign_deltas, H=args.gelu_horizon, order=None)
+    keys = [k.strip() for k in args.success_settings.split(",") if k.strip()]
+    return [st for st in (g, x, c) if st["key"] in keys]
 
 
 def p_m1(d, Cth, Cmu):
@@ -448,7 +454,8 @@ def p_m1(d, Cth, Cmu):
 def part3(args, rows, md):
     from scipy.stats import chi2  # noqa: F401
 
-    md.append(f"## 3. Finite-d success probability (THEORY 3b) vs GD, phase retrieval y = z^2, square loss, m = 1\n")
+    md.append(f"## 3. Finite-d success probability (THEORY 3b) vs GD, m = 1: phase retrieval y = z^2 with square loss "
+              f"(the issue's settings) and y = sign(|z| - median|z|) with logistic loss\n")
     md.append("Prediction: P_t = P(chi2_1 > d C_theta(t,t)/C_mu(t)) from the DMFT (`success_probability`). Primary: "
               "**by t_rel = min(H, hard_reliable_until)**, max_{t<=t_rel} P_t (beyond t_rel the replicas of C_mu "
               "disagree by > 5%: its mean is carried by rare paths, see the notes); 'by H (all t)' uses every t up "
@@ -464,10 +471,11 @@ def part3(args, rows, md):
               f"{args.capture_paths} paths x 4 replicas per solve).\n")
     for st in success_settings(args):
         H = st["H"]
-        name = f"{st['activation']}, m=1, eta={st['eta']:g}, horizon H={H}"
+        name = f"{st['activation']}, y = {st['link']}, {st['loss']} loss, m=1, eta={st['eta']:g}, horizon H={H}"
         md.append(f"### {name}\n")
-        net = dict(activation=st["activation"], link=HARD_LINK, loss="square", width=1)
+        net = dict(activation=st["activation"], link=st["link"], loss=st["loss"], width=1)
         table = []
+        tally = [0, 0, 0, 0]  # capture within max(2 se, 0.1); GD inside the capture band +- 2 se; linear within; cells
         curves = {d: ([], [], [], []) for d in args.d_success}
         for delta in st["deltas"]:
             log(f"part 3: {name}, delta = {delta}")
@@ -487,15 +495,16 @@ def part3(args, rows, md):
                            **({"order": st["order"]} if st["order"] else {}))
                 t_c = time.perf_counter()
                 try:
-                    cap = tk.capture_threshold(**net, delta=delta, eta=st["eta"], steps=H, lo=0.0, hi=0.5, tol=0.01,
-                                               **ckw)
+                    cap = tk.capture_threshold(**net, delta=delta, eta=st["eta"], steps=H, lo=0.0, hi=0.5,
+                                               tol=1e-3, rtol=args.capture_rtol, **ckw)
                 except tk.TheorykitError as exc:
                     log(f"  capture threshold: {exc}")
                 log(f"  capture threshold delta={delta}: "
                     f"{'none below 0.5' if cap is None else cap['bracket']} ({time.perf_counter() - t_c:.0f} s)")
             for d in args.d_success:
                 P = res.success_probability(d)
-                p_cap = None if cap is None else res.capture_probability(d, cap["m_star"], t_match=rel)
+                pred = None if cap is None else res.capture_prediction(d, cap, t_match=rel)
+                p_cap = None if pred is None else pred.probability
                 by, at = float(np.max(P[:rel + 1])), float(P[-1])
                 by_all = float(np.max(P))
                 lo = float(np.max(p_m1(d, Cth, np.maximum(Cmu - Cse, 1e-300))[:rel + 1]))
@@ -519,7 +528,8 @@ def part3(args, rows, md):
                                       f"diverged sims {seeds - n}"))
                 noisy = (hi - lo) > 0.2  # the C_mu +- se band moves the prediction by more than 0.2
                 table.append([delta, d, rel, f"{by:.3f} [{lo:.3f}, {hi:.3f}]" + (" (noise-dominated)" if noisy else ""),
-                              f"{by_all:.3f}", "—" if p_cap is None else f"{p_cap:.3f} (m* {cap['m_star']:.3f})",
+                              f"{by_all:.3f}", "—" if p_cap is None else
+                              f"{p_cap:.3f} [{pred.low:.3f}, {pred.high:.3f}] (m* {cap['m_star']:.3f}, v {pred.v:.2f})",
                               f"{at:.3f}", f"{p_by:.3f} ± {se_by:.3f}",
                               f"{p_at:.3f}", f"{len(esc)}/{n}", "—" if med is None else f"{med:.0f}",
                               f"{int(np.argmax(P[:rel + 1]))}"])
@@ -529,14 +539,21 @@ def part3(args, rows, md):
                     rows.append(dict(part="3", setting=name, quantity="P(success by H) [capture]", t=H, d=d,
                                      seeds=n, dmft=p_cap, dmft_se=None, sim_mean=p_by, sim_se=se_by, rel_err=None,
                                      rel_se=None, ratio=None, **{"pass": abs(p_cap - p_by) <= max(2 * se_by, 0.1)},
-                                     note=f"delta={delta}; m*={cap['m_star']:.4f} bracket {cap['bracket']}; "
-                                          f"t_match={rel}"))
+                                     note=f"delta={delta}; m*={cap['m_star']:.4f} bracket "
+                                          f"[{cap['bracket'][0]:.4f}, {cap['bracket'][1]:.4f}]; t_match={rel}; "
+                                          f"v={pred.v:.3f} +- {pred.v_stderr:.3f}; band [{pred.low:.3f}, "
+                                          f"{pred.high:.3f}]; GD in band +- 2 se: "
+                                          f"{pred.low - 2 * se_by <= p_by <= pred.high + 2 * se_by}"))
+                    tally[0] += abs(p_cap - p_by) <= max(2 * se_by, 0.1)
+                    tally[1] += pred.low - 2 * se_by <= p_by <= pred.high + 2 * se_by
+                tally[2] += abs(by - p_by) <= max(2 * se_by, 0.1)
+                tally[3] += 1
             md_note = (f"DMFT delta={delta}: status {res.status}, C_mu(H) = {fmt(float(Cmu[-1]))} ± "
                        f"{fmt(float(Cse[-1]))}, C_theta(H) = {fmt(float(Cth[-1]))}")
             rows.append(dict(part="3", setting=name, quantity="C_mu(H)", t=Tm, d=None, seeds=None,
                              dmft=float(Cmu[-1]), dmft_se=float(Cse[-1]), sim_mean=None, sim_se=None, rel_err=None,
                              rel_se=None, ratio=None, **{"pass": None}, note=md_note))
-        md.append(md_table(["delta", "d", "t_rel", "DMFT by t_rel [band]", "DMFT by H (all t)", "capture (matched)",
+        md.append(md_table(["delta", "d", "t_rel", "DMFT by t_rel [band]", "DMFT by H (all t)", "capture (matched) [band]",
                             "DMFT at H",
                             "sim by H ± se", "sim at H", "successes", "median escape", "argmax_{t<=t_rel} P_t"], table))
         mids = []
@@ -557,6 +574,9 @@ def part3(args, rows, md):
             rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2)", t=H, d=d, seeds=None,
                              dmft=mp_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None, rel_se=None, ratio=None,
                              **{"pass": None}, note="linear interpolation in delta"))
+        md.append(f"\nCells: capture within max(2 se, 0.1) of GD in {tally[0]}/{tally[3]}; GD inside the capture band "
+                  f"+- 2 se in {tally[1]}/{tally[3]}; linear prediction (by t_rel) within max(2 se, 0.1) in "
+                  f"{tally[2]}/{tally[3]}.\n")
         md.append("\nMidpoints (P = 1/2, linear interpolation in delta):\n")
         md.append(md_table(["d", "DMFT midpoint (by t_rel)", "capture midpoint", "sim midpoint"], mids))
         md.append("")
@@ -576,6 +596,10 @@ def main(argv=None):
     p.add_argument("--seeds-success", type=int, default=None, help="seeds per point in part 3 (default 16)")
     p.add_argument("--gelu-deltas", default="7,9,11,13")
     p.add_argument("--x2-deltas", default="4,5,6,7")
+    p.add_argument("--sign-deltas", default="4,6,8,10", help="part 3, GeLU, y = sign(|z| - median), logistic loss")
+    p.add_argument("--success-settings", default="gelu,x2,sign",
+                   help="part 3 settings: gelu, x2 (phase retrieval, square loss), sign (sign-symmetric, logistic)")
+    p.add_argument("--capture-rtol", type=float, default=0.1, help="relative precision of m* (capture_threshold)")
     p.add_argument("--gelu-horizon", type=int, default=150)
     p.add_argument("--x2-horizon", type=int, default=300)
     p.add_argument("--x2-order", type=int, default=None,
@@ -603,6 +627,7 @@ def main(argv=None):
     args.d_success = [int(x) for x in args.d_success.split(",")]
     args.gelu_deltas = [float(x) for x in args.gelu_deltas.split(",")]
     args.x2_deltas = [float(x) for x in args.x2_deltas.split(",")]
+    args.sign_deltas = [float(x) for x in args.sign_deltas.split(",")]
     if args.seeds is None:
         args.seeds = 8
     if args.seeds_hard is None:
@@ -613,6 +638,7 @@ def main(argv=None):
         args.d_scan = [d for d in args.d_scan if d <= 2000] or args.d_scan[:1]
         args.gelu_deltas = args.gelu_deltas[1:3]
         args.x2_deltas = args.x2_deltas[1:3]
+        args.sign_deltas = args.sign_deltas[1:3]
         args.d_success = args.d_success[:2]
         args.gelu_horizon = min(args.gelu_horizon, 60)
         args.x2_horizon = min(args.x2_horizon, 120)

@@ -346,6 +346,42 @@ def test_capture_probability_is_the_matched_formula_and_checks_input():
     r2 = dmft(**dict(PR, width=2), delta=9.0, eta=1.0, steps=2, paths=2048, replicas=2)
     with pytest.raises(TheorykitError, match="width m = 1"):
         r2.capture_probability(400, 0.1)
+    assert r2.v_eff is None
+
+
+def test_v_eff_is_the_ratio_of_replica_means_with_a_jackknife_error():
+    """v_eff = C_mu Sigma_0 / C_mu_init; at t = 0 it is Sigma_0 (the initial overlap's d Var) with zero jackknife
+    error (no noise has entered yet),
+    positive after, and of the size of the spread of independent ratios (within a factor 3)."""
+    r = dmft(**PR, delta=9.0, eta=1.0, steps=6, paths=8192, replicas=4, seed=3, Sigma0=[[2.0]])
+    assert np.allclose(r.v_eff, r.C_mu[:, 0, 0, 0] * 2.0 / r.C_mu_init[:, 0, 0, 0], rtol=1e-12)
+    assert abs(r.v_eff[0] - 2) < 1e-5 and r.stderr["v_eff"][0] < 1e-5
+    assert np.all(np.diff(r.v_eff) > 0) and np.all(r.stderr["v_eff"][1:] > 0)
+    # independent pairs of replicas of the same size: std(pair ratio) = std(one replica) / sqrt(2)
+    pairs = [dmft(**PR, delta=9.0, eta=1.0, steps=6, paths=4096, replicas=2, seed=10 + s, Sigma0=[[2.0]]).v_eff[6]
+             for s in range(8)]
+    ratio = r.stderr["v_eff"][6] / (np.std(pairs, ddof=1) * math.sqrt(2) / 2)
+    assert 1 / 3 < ratio < 3, ratio
+    h = r.as_dict()["hard"]
+    assert len(h["v_eff"]) == 7 and len(h["v_eff_stderr"]) == 7
+
+
+def test_capture_prediction_band_orders_and_reacts_to_each_input():
+    r = dmft(**PR, delta=9.0, eta=1.0, steps=10, paths=8192, replicas=4, seed=5)
+    cap = {"m_star": 0.1, "bracket": [0.09, 0.11]}
+    c = r.capture_prediction(400, cap, t_match=8)
+    assert c.low < c.probability < c.high and c.t_match == 8 and c.m_star == 0.1
+    assert math.isclose(c.probability, r.capture_probability(400, 0.1, t_match=8), rel_tol=1e-12)
+    # a wider bracket widens the band; a bracket starting at 0 cannot bound P from above
+    wide = r.capture_prediction(400, {"m_star": 0.1, "bracket": [0.05, 0.2]}, t_match=8)
+    assert wide.low < c.low and wide.high > c.high
+    assert r.capture_prediction(400, {"m_star": 0.05, "bracket": [0.0, 0.1]}, t_match=8).high == 1.0
+    # a bare m_star: the band is from v_eff (its standard error and t_match in [4, 8]) alone
+    bare = r.capture_prediction(400, 0.1, t_match=8)
+    assert bare.low <= bare.probability <= bare.high and bare.bracket == (0.1, 0.1)
+    assert set(bare.as_dict()) >= {"d", "probability", "low", "high", "m_star", "bracket", "t_match", "v", "how"}
+    with pytest.raises(TheorykitError, match="t_match"):
+        r.capture_prediction(400, 0.1, t_match=2.5)
 
 
 def test_capture_threshold_bisection_and_bracket_checks():
@@ -359,11 +395,31 @@ def test_capture_threshold_bisection_and_bracket_checks():
     assert hi - lo <= 0.05 and lo < c["m_star"] < hi
     for m0, cos2 in c["evaluations"]:
         assert (cos2 > 0.5) == (m0 >= hi)
+    fine = capture_threshold(**kw, lo=0.0, hi=0.4, tol=1e-6, rtol=0.3)  # geometric refinement once lo > 0
+    flo, fhi = fine["bracket"]
+    assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine["m_star"], math.sqrt(flo * fhi))
+    assert flo <= hi and fhi >= lo  # the same threshold (same seed and paths)
     with pytest.raises(TheorykitError, match="not captured"):
         capture_threshold(**kw, lo=0.0, hi=0.005, tol=0.001)
+    with pytest.raises(TheorykitError, match="rtol must be"):
+        capture_threshold(**kw, rtol=0)
     with pytest.raises(TheorykitError, match="width m = 1"):
         capture_threshold(**dict(kw, width=2), lo=0.0, hi=0.4)
     with pytest.raises(TheorykitError, match="hi must be"):
         capture_threshold(**kw, lo=0.3, hi=0.2)
     with pytest.raises(TheorykitError, match="tol must be"):
         capture_threshold(**kw, tol="small")
+
+
+def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
+    """response='auto' picks Stein at eta >= 0.25; a numerical blow-up with a stable per-sample curvature is re-solved
+    with direct Jacobians, and the settings say so.  Forced here by a tiny divergence limit (so 'direct' also stops,
+    which shows that the returned solve is the fallback's)."""
+    import sys
+
+    monkeypatch.setattr(sys.modules["theorykit.dmft"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
+    r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
+    assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
+    assert "re-solved with 'direct'" in r.settings["response_auto"]
+    s = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2, response="stein")
+    assert s.settings["response"] == "stein" and s.settings["response_auto"] is None

@@ -550,13 +550,15 @@ def _hard_basis(lk) -> np.ndarray:
 
 
 def capture_threshold(activation, link, loss="square", width: int = 1, *, delta: float, eta: float, steps: int,
-                      lo: float = 0.0, hi: float = 1.0, tol: float = 0.01, **kw) -> dict:
+                      lo: float = 0.0, hi: float = 1.0, tol: float = 1e-3, rtol: float = 0.1, **kw) -> dict:
     """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
-    first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol.
+    first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol or hi <= (1 + rtol) lo.
 
     Each evaluation is ``dmft(..., M0 = m0 e)`` with e the first hard direction (other arguments in ``kw``, e.g.
     paths, replicas, seed).  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  The bracket is checked: hi must
-    capture and lo must not.  Returns {"m_star": midpoint, "bracket": [lo, hi], "evaluations": [(m0, cos2), ...]}.
+    capture and lo must not.  Midpoints are arithmetic while lo = 0 and geometric after, so a small threshold is
+    resolved to a relative precision (what :meth:`DMFTResult.capture_prediction` needs: its P depends on m_star^2).
+    Returns {"m_star": midpoint, "bracket": [lo, hi], "evaluations": [(m0, cos2), ...]}.
     """
     from .simulate import _check_number
     from .symbolic.ingredients import link as make_link
@@ -566,6 +568,7 @@ def capture_threshold(activation, link, loss="square", width: int = 1, *, delta:
     lo = _check_number("lo", lo, lambda v: v >= 0, ">= 0")
     hi = _check_number("hi", hi, lambda v: v > lo, "> lo")
     tol = _check_number("tol", tol, lambda v: v > 0, "> 0")
+    rtol = _check_number("rtol", rtol, lambda v: v > 0, "> 0")
     lk = make_link(link)
     hb = _hard_basis(lk)
     if hb.shape[1] == 0:
@@ -582,14 +585,44 @@ def capture_threshold(activation, link, loss="square", width: int = 1, *, delta:
         evals.append((float(m0), c2))
         return c2 > 0.5
 
+    def mid(a, b):
+        return math.sqrt(a * b) if a > 0 else 0.5 * (a + b)
+
     if not captured(hi):
         raise TheorykitError(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
     if lo > 0 and captured(lo):
         raise TheorykitError(f"m0 = lo = {lo:g} is already captured by t = {steps}: lower lo")
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if captured(mid) else (mid, hi)
-    return {"m_star": 0.5 * (lo + hi), "bracket": [lo, hi], "evaluations": evals}
+    while hi - lo > tol and not (lo > 0 and hi <= (1 + rtol) * lo):
+        m = mid(lo, hi)
+        lo, hi = (lo, m) if captured(m) else (m, hi)
+    return {"m_star": mid(lo, hi), "bracket": [lo, hi], "evaluations": evals}
+
+
+@dataclass
+class CapturePrediction:
+    """Matched finite-d prediction of :meth:`DMFTResult.capture_prediction` (m = 1, first hard direction).
+
+    probability = P(chi2_1 > d m_star^2 / v) with v = v_eff(t_match); [low, high] is its sensitivity band: the ends of
+    the m_star bracket, v_eff +- 2 standard errors (jackknife over replicas), and t_match anywhere in
+    [ceil(t_match / 2), t_match].  It is a band of the inputs, not a confidence interval of the heuristic itself.
+    """
+
+    d: int
+    probability: float
+    low: float
+    high: float
+    m_star: float
+    bracket: tuple
+    t_match: int
+    v: float
+    v_stderr: float
+    how: str = ("matched: linear hard process (DMFT tangents) up to t_match, then the nonlinear DMFT's capture "
+                "threshold m_star (capture_threshold); P = P(chi2_1 > d m_star^2 / v_eff(t_match))")
+
+    def as_dict(self) -> dict:
+        return {"d": self.d, "probability": self.probability, "low": self.low, "high": self.high,
+                "m_star": self.m_star, "bracket": list(self.bracket), "t_match": self.t_match, "v": self.v,
+                "v_stderr": self.v_stderr, "how": self.how}
 
 
 # ----------------------------------------------------------------------------------------------- result
@@ -604,7 +637,9 @@ class DMFTResult:
     as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
     hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
     replicas of the effective fraction of paths carrying the hard drift (see :func:`_hard_tangents`); C_mu_init
-    (T+1, kH, m, m): the part of C_mu grown from the initial overlap alone, P_t Sigma_0 P_t^T; bias (with
+    (T+1, kH, m, m): the part of C_mu grown from the initial overlap alone, P_t Sigma_0 P_t^T; v_eff (T+1,), m = 1
+    only: C_mu Sigma_0 / C_mu_init on the first hard direction, the variance d Var(mu^t / P_t) of the effective
+    initial overlap (ratio of replica means; stderr["v_eff"] by jackknife over replicas); bias (with
     ``bias_check``): {key: estimated finite-path bias of that output, "stderr": {key: its standard error}} for M,
     gram, train_loss, test_loss, C_theta_tt, C_mu.
     """
@@ -629,6 +664,7 @@ class DMFTResult:
     hard_ess: Optional[np.ndarray] = None
     bias: Optional[dict] = None
     C_mu_init: Optional[np.ndarray] = None
+    v_eff: Optional[np.ndarray] = None
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
@@ -669,30 +705,55 @@ class DMFTResult:
             out.append(ok / samples)
         return np.array(out)
 
-    def capture_probability(self, d: int, m_star: float, t_match: Optional[int] = None) -> float:
+    def capture_prediction(self, d: int, capture, t_match: Optional[int] = None) -> CapturePrediction:
         """Matched finite-d prediction (m = 1): P(GD at dimension d captures the hard direction by the horizon).
 
         The linear process (THEORY.md section 3b) is trusted up to ``t_match`` (default: ``hard_reliable_until``);
-        there mu^t = P_t mu_eff with an effective initial overlap mu_eff ~ N(0, v), v = C_mu(t)/P_t^2 =
-        C_mu(t) Sigma_0 / C_mu_init(t) (noise-driven growth counted in units of initial overlap).  The nonlinear DMFT
-        started from an initial hard overlap m0 reaches cos^2 > 1/2 by the horizon iff m0 > m_star
-        (:func:`capture_threshold`).  So P = P(chi2_1 > d m_star^2 / v).  A heuristic matching, measured against GD
-        in tables/dmft_vs_sim_part3.md: 22 of 24 cells within max(2 se, 0.1); GeLU phase retrieval midpoints
-        10.1/10.8/11.7 vs GD 8.7/11.0/11.5 at d = 200/400/800, where the linear prediction never reaches 1/2."""
+        there mu^t = P_t mu_eff with an effective initial overlap mu_eff ~ N(0, v/d), v = v_eff(t) = d Var(mu^t)/P_t^2
+        = C_mu(t) Sigma_0 / C_mu_init(t) (noise-driven growth counted in units of initial overlap).  The nonlinear
+        DMFT started from an initial hard overlap m0 grows like P_t m0 in the same linear regime and reaches
+        cos^2 > 1/2 by the horizon iff m0 > m_star (:func:`capture_threshold`).  So P = P(chi2_1 > d m_star^2 / v).
+
+        ``capture`` is m_star, or the dict returned by :func:`capture_threshold` (its bracket then enters the band).
+        v_eff(t) levels off as the growing mode takes over (measured: GeLU delta = 9, 2.3 at t = 10, 2.5-2.7 for
+        t = 15-40; x^2 delta = 6, 1.53 at t = 30, 1.59-1.72 for t = 60-300), so the matching time matters little;
+        the band reports how little.  Measured against GD in tables/dmft_vs_sim_part3.md."""
         from scipy.stats import chi2
 
         from .simulate import _check_int
 
-        if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1:
-            raise TheorykitError("capture_probability needs a hard direction and width m = 1")
-        if not (isinstance(m_star, (int, float)) and math.isfinite(m_star) and m_star > 0):
+        if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1 or self.v_eff is None:
+            raise TheorykitError("capture_prediction needs a hard direction and width m = 1")
+        if isinstance(capture, dict) and "m_star" in capture:
+            m_star, bracket = capture["m_star"], tuple(float(x) for x in capture.get("bracket", (capture["m_star"],) * 2))
+        else:
+            m_star, bracket = capture, None
+        if not (isinstance(m_star, (int, float)) and not isinstance(m_star, bool) and math.isfinite(m_star)
+                and m_star > 0):
             raise TheorykitError(f"m_star must be a positive number, got {m_star!r}")
-        tm = self.hard_reliable_until if t_match is None else int(t_match)
-        if tm is None or not 0 <= tm < len(self.t):
+        m_star = float(m_star)
+        bracket = bracket or (m_star, m_star)
+        d = _check_int("d", d, 1)
+        tm = self.hard_reliable_until if t_match is None else t_match
+        if isinstance(tm, bool) or not isinstance(tm, (int, np.integer)) or not 0 <= tm < len(self.t):
             raise TheorykitError(f"t_match must be a time index in [0, {len(self.t) - 1}], got {t_match!r}")
-        sigma0 = float(np.asarray(self.settings["Sigma0"])[0, 0])
-        v = float(self.C_mu[tm, 0, 0, 0]) * sigma0 / max(float(self.C_mu_init[tm, 0, 0, 0]), 1e-300)
-        return float(chi2.sf(_check_int("d", d, 1) * m_star ** 2 / max(v, 1e-300), 1))
+        tm = int(tm)
+        v = np.asarray(self.v_eff, dtype=float)
+        se = np.asarray(self.stderr.get("v_eff", np.zeros_like(v)), dtype=float)
+        win = slice((tm + 1) // 2, tm + 1)
+        v_lo = float(np.min(v[win] - 2 * se[win]))
+        v_hi = float(np.max(v[win] + 2 * se[win]))
+
+        def p(m, vv):
+            return float(chi2.sf(d * m ** 2 / vv, 1)) if vv > 0 else 0.0
+
+        return CapturePrediction(d=d, probability=p(m_star, float(v[tm])), low=p(bracket[1], v_lo),
+                                 high=p(bracket[0], v_hi) if bracket[0] > 0 else 1.0, m_star=m_star,
+                                 bracket=bracket, t_match=tm, v=float(v[tm]), v_stderr=float(se[tm]))
+
+    def capture_probability(self, d: int, m_star, t_match: Optional[int] = None) -> float:
+        """The probability of :meth:`capture_prediction` (``m_star`` a number or capture_threshold's dict)."""
+        return self.capture_prediction(d, m_star, t_match).probability
 
     def as_dict(self) -> dict:
         tail = [{"t": int(t), "min": float(r[0]), **{f"q{q:.0e}".replace("e-0", "e-"): float(v)
@@ -704,7 +765,9 @@ class DMFTResult:
             "stderr": {k: np.asarray(v).tolist() for k, v in self.stderr.items()},
             "hard": {"C_mu": self.C_mu.tolist(), "C_mu_stderr": np.asarray(self.stderr.get("C_mu")).tolist(),
                      "reliable_until": self.hard_reliable_until,
-                     "ess": (None if self.hard_ess is None else np.asarray(self.hard_ess).tolist())},
+                     "ess": (None if self.hard_ess is None else np.asarray(self.hard_ess).tolist()),
+                     "v_eff": (None if self.v_eff is None else np.asarray(self.v_eff).tolist()),
+                     "v_eff_stderr": (None if self.v_eff is None else np.asarray(self.stderr["v_eff"]).tolist())},
             "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
             "diverged_at": self.diverged_at,
         }
@@ -767,6 +830,7 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     the cost) and report ``bias`` = (their mean) - (the reported mean), the estimated finite-path bias of every output
     if it scales like 1/paths, with its standard error.  Returns a :class:`DMFTResult`.
     """
+    call = dict(locals())  # the arguments, for the 'auto' response's fallback below
     from .simulate import _Progress, _check_int, _check_number
     from .symbolic.ingredients import link as make_link
     from .symbolic.network import Network
@@ -808,7 +872,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     if response not in ("auto", "stein", "direct"):
         raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
     window = _check_int("window", window, 0)
-    if response == "auto":
+    auto = response == "auto"
+    if auto:
         # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
         # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
         # blew up at step 27-29 while direct Jacobians ran to t = 300.
@@ -906,6 +971,19 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
             mh, eh = stack(key, group=halves)
             bias[key] = mh - mean[key]
             bias["stderr"][key] = np.sqrt(eh ** 2 + err[key] ** 2)
+    if hard_basis.shape[1] and m == 1:
+        # v_eff = C_mu Sigma_0 / C_mu_init (first hard direction): ratio of replica means, jackknife standard error
+        num = np.stack([r["C_mu"][:S, 0, 0, 0] for r in results])
+        den = np.stack([r["C_mu_init"][:S, 0, 0, 0] for r in results])
+        s0 = float(Sigma0[0, 0])
+
+        def ratio(nu, de):
+            return nu * s0 / np.maximum(de, 1e-300)
+
+        mean["v_eff"] = ratio(num.mean(0), den.mean(0))
+        R = len(results)  # >= 2 (checked)
+        jk = np.stack([ratio(np.delete(num, i, 0).mean(0), np.delete(den, i, 0).mean(0)) for i in range(R)])
+        err["v_eff"] = np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
     tails = np.stack([r["D_tail"][:S] for r in results])
     D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
     err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(replicas)])
@@ -937,6 +1015,15 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
                 else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
         diverged_at = {"step": int(step), "hint": (
             f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}")}
+        if auto and response == "stein" and stable and excl <= EXCLUDED_LIMIT:
+            # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
+            # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
+            # 31, direct ran to t = 150)
+            res = dmft(**{**call, "response": "direct"})
+            res.settings["response_auto"] = (f"'stein' diverged at step {step} with a stable per-sample curvature "
+                                             "(a numerical instability of the estimator): re-solved with 'direct'")
+            res.seconds = _time.perf_counter() - t0
+            return res
     tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
     # At long times C_mu is an average dominated by rare paths (per-path tangents that grew while D < 0), so replicas
     # scatter and their spread understates the error.  Flag the first time where they disagree by more than 5%.
@@ -963,6 +1050,7 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight is "
                     f"their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
         "jitter": jitter, "sampler": sampler, "response": response,
+        "response_auto": (f"chosen by the smallest step (stein if >= {STEIN_MIN_ETA:g})" if auto else None),
         "window": (window if response == "stein" else None), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
         "processes": procs,
         "stderr": "std over independent replicas / sqrt(replicas); outputs are replica means",
@@ -983,5 +1071,5 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
-        hard_reliable_until=reliable, bias=bias,
+        hard_reliable_until=reliable, bias=bias, v_eff=mean.get("v_eff"),
         hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))

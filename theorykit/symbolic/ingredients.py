@@ -23,29 +23,43 @@ from ._parse import parse_expression
 NUMPY = [fn.NUMPY_MODULE, "scipy", "numpy"]
 
 
-def lambdify_safe(args, expr, name: str):
+class _Compiled:
+    """A lambdified NumPy function (see :func:`lambdify_safe`).  It pickles as its SymPy expression and is compiled
+    again on first use: the DMFT runs its replicas in worker processes, and lambdify's generated functions do not
+    pickle."""
+
+    def __init__(self, args, expr, name: str):
+        self.args, self.expr, self.__name__ = tuple(args), expr, name
+        self.multi = isinstance(expr, (tuple, list))
+        self._f = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_f": None}
+
+    def compile(self) -> "_Compiled":
+        if self._f is None:
+            self._f = sp.lambdify(self.args, list(self.expr) if self.multi else [self.expr], modules=NUMPY, cse=True)
+        return self
+
+    def __call__(self, *vals):
+        self.compile()
+        vals = [np.asarray(v, dtype=float) for v in vals]
+        with np.errstate(all="ignore"):
+            outs = self._f(*vals)
+        shape = np.broadcast(*vals).shape if len(vals) > 1 else (vals[0].shape if vals else ())
+        outs = [np.broadcast_to(np.asarray(o, dtype=float), shape) for o in outs]
+        return tuple(outs) if self.multi else outs[0]
+
+
+def lambdify_safe(args, expr, name: str) -> _Compiled:
     """``lambdify`` to NumPy with common-subexpression elimination.
 
     ``expr`` is one expression (the function returns one array) or a tuple of expressions (it returns a tuple of
     arrays), each broadcast to the common shape of the inputs.  Piecewise expressions are lambdified to
     ``numpy.select`` (every branch is evaluated): floating-point warnings from discarded branches are silenced;
-    callers check the results for NaN.
+    callers check the results for NaN.  The result pickles (as its expression).
     """
-    multi = isinstance(expr, (tuple, list))
-    exprs = list(expr) if multi else [expr]
-    f = sp.lambdify(args, exprs, modules=NUMPY, cse=True)
-
-    def g(*vals):
-        vals = [np.asarray(v, dtype=float) for v in vals]
-        with np.errstate(all="ignore"):
-            outs = f(*vals)
-        shape = np.broadcast(*vals).shape if len(vals) > 1 else (vals[0].shape if vals else ())
-        outs = [np.broadcast_to(np.asarray(o, dtype=float), shape) for o in outs]
-        return tuple(outs) if multi else outs[0]
-
-    g.__name__ = name
-    g.expr = expr
-    return g
+    return _Compiled(args, expr, name).compile()  # compiled now: lambdify's own errors surface at definition
 
 
 def _drop_dirac(expr: sp.Expr) -> tuple[sp.Expr, bool]:
