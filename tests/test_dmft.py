@@ -270,6 +270,32 @@ def test_cli_json_contract_and_errors():
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "eta" in bad.stderr
 
 
+def test_cli_capture_is_the_api_capture_and_text_shows_it():
+    """--capture runs capture_threshold with the same settings and seed as the API call, so the numbers agree."""
+    from theorykit import capture_threshold
+
+    base = ["--activation", "gelu", "--link", "z**2", "--delta", "11", "--eta", "1", "--steps", "20", "--paths",
+            "2048", "--replicas", "2", "--seed", "1", "--capture", "200", "800", "--capture-hi", "0.4"]
+    cmd = [sys.executable, "-m", "theorykit.cli", "dmft"] + base
+    out = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, check=True).stdout)
+    c = out["capture"]
+    api = capture_threshold(**PR, delta=11.0, eta=1.0, steps=20, lo=0.0, hi=0.4, paths=2048, replicas=2, seed=1)
+    assert math.isclose(c["m_star"], api["m_star"]) and c["bracket"] == api["bracket"]
+    r = dmft(**PR, delta=11.0, eta=1.0, steps=20, paths=2048, replicas=2, seed=1)
+    assert [p["d"] for p in c["predictions"]] == [200, 800]
+    for p in c["predictions"]:
+        assert math.isclose(p["probability"], r.capture_probability(p["d"], api), rel_tol=1e-6)
+        assert p["low"] <= p["probability"] <= p["high"]
+    assert c["predictions"][0]["probability"] > c["predictions"][1]["probability"]
+    from theorykit._cli.dmft import text
+
+    txt = text(out)
+    assert "capture threshold m*" in txt and "at d = 800" in txt
+    bad = subprocess.run([sys.executable, "-m", "theorykit.cli", "dmft", "--activation", "gelu", "--link", "z**2",
+                          "--delta", "11", "--flow-time", "10", "--capture", "200"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--capture" in bad.stderr
+
+
 # ------------------------------------------------------------------------------------------------ closed forms
 @pytest.mark.parametrize("case", [
     # sigma = x^2 with y = z^2: C_u has E[w^6] terms, whose Sobol replica means are right-skewed (see

@@ -1,12 +1,14 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response auto|stein|direct] [--kernels] [--bias-check] [--predict-d D] [--progress] [--json]
+[--response auto|stein|direct] [--kernels] [--bias-check] [--predict-d D] [--capture D [D ...]] [--capture-hi H]
+[--progress] [--json]
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
 --kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (with --bias-check), settings,
-seconds, diverged_at (+ success_probability {d, values} with --predict-d).
+seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
+predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr, how}]} with --capture).
 """
 import sys
 
@@ -39,6 +41,11 @@ def add_parser(sub):
                    help="also solve as many replicas with half the paths and report the finite-path bias ('bias')")
     p.add_argument("--predict-d", type=int, default=None,
                    help="also give the predicted probability of hard overlap > 1/2 at this d (THEORY 3b)")
+    p.add_argument("--capture", type=int, nargs="+", default=None, metavar="D",
+                   help="also give the matched finite-d probability of capturing the hard direction by --steps at "
+                        "these d (m = 1; runs capture_threshold: ~10 more DMFT solves)")
+    p.add_argument("--capture-hi", type=float, default=0.5,
+                   help="largest initial hard overlap tried by capture_threshold (default 0.5)")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
 
@@ -55,6 +62,8 @@ def run(args) -> dict:
         if args.eta is None or args.steps is None:
             raise TheorykitError("give --eta and --steps (or --flow-time for the gradient-flow mode)")
         step = dict(eta=args.eta, steps=args.steps)
+    if args.capture is not None and args.flow_time is not None:
+        raise TheorykitError("--capture needs --eta and --steps (capture_threshold runs constant-step GD)")
     progress = bool(args.progress) or sys.stderr.isatty()
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
                ridge=args.ridge, paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
@@ -65,6 +74,14 @@ def run(args) -> dict:
     if args.predict_d is not None:
         out["success_probability"] = {"d": args.predict_d,
                                       "values": res.success_probability(args.predict_d).tolist()}
+    if args.capture is not None:
+        from ..dmft import capture_threshold
+
+        cap = capture_threshold(args.activation, args.link, args.loss, args.width, delta=args.delta, eta=args.eta,
+                                steps=args.steps, lo=0.0, hi=args.capture_hi, a=args.a, b=args.b, ridge=args.ridge,
+                                paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
+                                sampler=args.sampler, response=args.response, seed=args.seed)
+        out["capture"] = {**cap, "predictions": [res.capture_prediction(d, cap).as_dict() for d in args.capture]}
     return out
 
 
@@ -96,6 +113,13 @@ def text(r) -> str:
     if r.get("success_probability"):
         sp_ = r["success_probability"]
         lines.append(f"predicted P(hard cos^2 > 1/2) at d = {sp_['d']}, t = {r['t'][-1]}: {sp_['values'][-1]:.3g}")
+    if r.get("capture"):
+        c = r["capture"]
+        lines.append(f"capture threshold m* = {c['m_star']:.4g} (bracket [{c['bracket'][0]:.4g}, {c['bracket'][1]:.4g}]): "
+                     f"initial hard overlap the d -> infinity DMFT needs to reach cos^2 > 1/2 by t = {r['t'][-1]}")
+        for q in c["predictions"]:
+            lines.append(f"matched P(capture by t = {r['t'][-1]}) at d = {q['d']}: {q['probability']:.3g} "
+                         f"[{q['low']:.3g}, {q['high']:.3g}] (v_eff = {q['v']:.3g} at t = {q['t_match']})")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']}")
