@@ -89,3 +89,19 @@ def test_json_shape():
     for key in ("link", "k", "information_exponent", "generative_exponent", "easy_dim", "hard_dim", "delta_alg"):
         assert key in d
     assert d["delta_alg"]["exact"] == "1/2"
+
+
+def test_analyse_link_is_memoised_and_hands_out_copies():
+    """The symbolic delta_alg of a Piecewise link takes seconds; the simulator asks once per seed.  A second call is
+    served from the cache, and mutating one result's basis does not reach the next caller."""
+    import time
+
+    from theorykit import analyse_link
+
+    first = analyse_link("sign-symmetric")
+    t0 = time.perf_counter()
+    again = analyse_link("sign-symmetric")
+    assert time.perf_counter() - t0 < 0.5
+    assert again.delta_alg == first.delta_alg and np.array_equal(again.hard_basis, first.hard_basis)
+    again.hard_basis[:] = 7.0
+    assert np.array_equal(analyse_link("sign-symmetric").hard_basis, first.hard_basis)

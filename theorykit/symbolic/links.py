@@ -16,6 +16,7 @@ symmetric matrices (Krein-Rutman), computed from E[G (x) G].
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -376,8 +377,18 @@ def _orthonormal(U: sp.Matrix, k: int):
 
 # ------------------------------------------------------------------------------------------------ front door
 def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
-    """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link)."""
-    lk = make_link(spec)
+    """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link).
+
+    Memoised on the link's expression (the symbolic delta_alg of a Piecewise link takes seconds, and the simulator and
+    the DMFT ask for every seed and every solve); each call gets its own copies of the bases."""
+    import dataclasses
+
+    a = _analyse_cached(make_link(spec), max_degree)
+    return dataclasses.replace(a, easy_basis=a.easy_basis.copy(), hard_basis=a.hard_basis.copy())
+
+
+@functools.lru_cache(maxsize=64)
+def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     notes = []
     info = gen = None
     if lk.k == 1:
