@@ -240,6 +240,35 @@ def _hermite_rule(order: int, dim: int):
     return nodes, weights
 
 
+#: largest normalised error of the latent rule on the link's moments that latent="auto" accepts for Gauss-Hermite
+HERMITE_MOMENT_TOL = 1e-3
+
+
+def _hermite_moment_error(link, order: int) -> float:
+    """How well the tensor Gauss-Hermite rule of ``order`` integrates the link: the largest difference, against the
+    rule with 8 x order nodes, of E[y^p He_j(z_i)] / sqrt(E[y^2p] j!) over p = 1, 2, j = 0..4 and every latent
+    coordinate i.  Exponentially small for smooth links; O(1/order) for a link that jumps in z (sign, Heaviside,
+    Piecewise steps), where Gauss-Hermite nodes place the jump arbitrarily (measured: y = sign(|z| - median|z|),
+    logistic loss, delta = 8: 32 nodes gave C_theta(100) = 4.26 against 2.38 with Monte-Carlo latents and 2.42 +- 0.05
+    for constrained GD at d = 1000)."""
+    dim = link.k + (1 if link.noisy else 0)
+
+    def moments(q):
+        nodes, w = _hermite_rule(q, dim)
+        y = link.response(nodes[:, :link.k], nodes[:, link.k] if link.noisy else None)
+        out = []
+        for pw in (1, 2):
+            yp = y ** pw
+            scale = math.sqrt(max(float(w @ yp ** 2), 1e-300))
+            for i in range(link.k):
+                for j in range(5):
+                    he = np.polynomial.hermite_e.hermeval(nodes[:, i], [0] * j + [1])
+                    out.append(float(w @ (yp * he)) / (scale * math.sqrt(math.factorial(j))))
+        return np.array(out)
+
+    return float(np.max(np.abs(moments(order) - moments(8 * order))))
+
+
 @dataclass
 class _Batch:
     z: np.ndarray       # (N, k)
@@ -865,8 +894,19 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
     hard_basis = _hard_basis(lk)
 
     nlat = k + (1 if lk.noisy else 0)
+    latent_auto = None
     if latent == "auto":
         latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
+        if latent == "gauss-hermite":
+            q = order or (32 if nlat == 1 else 16)
+            err_q = _hermite_moment_error(lk, q)
+            latent_auto = f"Gauss-Hermite with {q} nodes per dimension: link moment error {err_q:.1e}"
+            if err_q > HERMITE_MOMENT_TOL:
+                latent = "monte-carlo"
+                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z): Monte-Carlo latents "
+                                "instead")
+        else:
+            latent_auto = f"Monte-Carlo latents ({nlat} latent dimensions)"
     if latent not in ("gauss-hermite", "monte-carlo"):
         raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
     if response not in ("auto", "stein", "direct"):
@@ -1039,7 +1079,8 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "eta": (float(eta) if schedule is None else None), "steps": T,
         "schedule": (None if schedule is None else etas.tolist()),
         "Sigma0": Sigma0.tolist(), "M0": M0.tolist(), "k": k, "hard_dim": int(hard_basis.shape[1]),
-        "hard_basis": hard_basis.tolist(), "latent": latent, "order": (order if latent == "gauss-hermite" else None),
+        "hard_basis": hard_basis.tolist(), "latent": latent, "latent_auto": latent_auto,
+        "order": (order if latent == "gauss-hermite" else None),
         "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
         "bias_check": (None if not bias_check else f"{replicas} more replicas of {int(halves[0]['N'])} paths each; "
                        "bias = their mean - the reported mean (the finite-path bias if it scales like 1/paths)"),
