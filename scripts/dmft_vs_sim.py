@@ -564,7 +564,8 @@ def part3(args, rows, md):
                         return x[i] + (0.5 - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
                 return None
             mp_, ms_ = mid(ds, pp), mid(ds, ps)
-            mc_ = mid(ds, pc) if not any(math.isnan(v) for v in pc) else None
+            ok_c = [i for i, v in enumerate(pc) if not math.isnan(v)]  # deltas where capture_threshold found m*
+            mc_ = mid([ds[i] for i in ok_c], [pc[i] for i in ok_c]) if len(ok_c) > 1 else None
             mids.append([d, fmt(mp_) if mp_ else "not crossed", fmt(mc_) if mc_ else "not crossed",
                          fmt(ms_) if ms_ else "not crossed"])
             if mc_:

@@ -405,7 +405,10 @@ def test_capture_prediction_band_orders_and_reacts_to_each_input():
     # a bare m_star: the band is from v_eff (its standard error and t_match in [4, 8]) alone
     bare = r.capture_prediction(400, 0.1, t_match=8)
     assert bare.low <= bare.probability <= bare.high and bare.bracket == (0.1, 0.1)
-    assert set(bare.as_dict()) >= {"d", "probability", "low", "high", "m_star", "bracket", "t_match", "v", "how"}
+    assert set(bare.as_dict()) >= {"d", "probability", "low", "high", "m_star", "bracket", "t_match", "v", "how",
+                                   "noise_limited"}
+    assert bare.noise_limited is None
+    assert r.capture_prediction(400, dict(cap, noise_limited=True), t_match=8).noise_limited is True
     with pytest.raises(TheorykitError, match="t_match"):
         r.capture_prediction(400, 0.1, t_match=2.5)
 
@@ -421,6 +424,8 @@ def test_capture_threshold_bisection_and_bracket_checks():
     assert hi - lo <= 0.05 and lo < c["m_star"] < hi
     for m0, cos2 in c["evaluations"]:
         assert (cos2 > 0.5) == (m0 >= hi)
+    # 2048 paths per replica: the replicas' noise on M_T along e is large, and the result says so
+    assert c["M_rel_stderr"] > 0.25 and c["noise_limited"] is True
     fine = capture_threshold(**kw, lo=0.0, hi=0.4, tol=1e-6, rtol=0.3)  # geometric refinement once lo > 0
     flo, fhi = fine["bracket"]
     assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine["m_star"], math.sqrt(flo * fhi))

@@ -8,7 +8,8 @@ JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, 
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
 --kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (with --bias-check), settings,
 seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
-predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr, how}]} with --capture).
+M_rel_stderr, noise_limited, predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr,
+noise_limited, how}]} with --capture).
 """
 import sys
 
@@ -120,6 +121,9 @@ def text(r) -> str:
         for q in c["predictions"]:
             lines.append(f"matched P(capture by t = {r['t'][-1]}) at d = {q['d']}: {q['probability']:.3g} "
                          f"[{q['low']:.3g}, {q['high']:.3g}] (v_eff = {q['v']:.3g} at t = {q['t_match']})")
+        if c.get("noise_limited"):
+            lines.append(f"warning: m* is noise-limited (relative s.e. of M along e {c['M_rel_stderr']:.2g} at the "
+                         "bracket): the replicas' Monte-Carlo noise drives the hard overlap; raise --paths")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']}")
