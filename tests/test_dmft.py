@@ -411,6 +411,12 @@ def test_capture_prediction_band_orders_and_reacts_to_each_input():
     assert r.capture_prediction(400, dict(cap, noise_limited=True), t_match=8).noise_limited is True
     with pytest.raises(TheorykitError, match="t_match"):
         r.capture_prediction(400, 0.1, t_match=2.5)
+    with pytest.raises(TheorykitError, match="bracket must be"):
+        r.capture_prediction(400, {"m_star": 0.1, "bracket": ["a", 0.2]})
+    with pytest.raises(TheorykitError, match="bracket must be"):
+        r.capture_prediction(400, {"m_star": 0.1, "bracket": [0.2, 0.3]})
+    with pytest.raises(TheorykitError, match="m_star must be"):
+        r.capture_prediction(400, {"bracket": [0.1, 0.2]})
 
 
 def test_capture_threshold_bisection_and_bracket_checks():

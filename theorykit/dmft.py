@@ -563,8 +563,9 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
         "Ezu": Ezu[:S], "D_tail": tails[:S],
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
-        "C_mu": C_mu, "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH
-                                    else np.zeros((S, 0, m, m))), "hard_info": hard_info, "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
+        "C_mu": C_mu, "hard_info": hard_info,
+        "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH else np.zeros((S, 0, m, m))),
+        "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
@@ -773,16 +774,19 @@ class DMFTResult:
 
         if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1 or self.v_eff is None:
             raise TheorykitError("capture_prediction needs a hard direction and width m = 1")
+        def number(v):
+            return isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+
         noise = capture.get("noise_limited") if isinstance(capture, dict) else None
-        if isinstance(capture, dict) and "m_star" in capture:
-            m_star, bracket = capture["m_star"], tuple(float(x) for x in capture.get("bracket", (capture["m_star"],) * 2))
-        else:
-            m_star, bracket = capture, None
-        if not (isinstance(m_star, (int, float)) and not isinstance(m_star, bool) and math.isfinite(m_star)
-                and m_star > 0):
+        m_star = capture.get("m_star") if isinstance(capture, dict) else capture
+        if not (number(m_star) and m_star > 0):
             raise TheorykitError(f"m_star must be a positive number, got {m_star!r}")
         m_star = float(m_star)
-        bracket = bracket or (m_star, m_star)
+        bracket = capture.get("bracket", (m_star, m_star)) if isinstance(capture, dict) else (m_star, m_star)
+        if not (isinstance(bracket, (list, tuple)) and len(bracket) == 2 and all(number(b) for b in bracket)
+                and 0 <= bracket[0] <= m_star <= bracket[1]):
+            raise TheorykitError(f"the bracket must be [lo, hi] with 0 <= lo <= m_star <= hi, got {bracket!r}")
+        bracket = (float(bracket[0]), float(bracket[1]))
         d = _check_int("d", d, 1)
         tm = self.hard_reliable_until if t_match is None else t_match
         if isinstance(tm, bool) or not isinstance(tm, (int, np.integer)) or not 0 <= tm < len(self.t):
