@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -381,10 +381,8 @@ def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
 
     Memoised on the link's expression (the symbolic delta_alg of a Piecewise link takes seconds, and the simulator and
     the DMFT ask for every seed and every solve); each call gets its own copies of the bases."""
-    import dataclasses
-
     a = _analyse_cached(make_link(spec), max_degree)
-    return dataclasses.replace(a, easy_basis=a.easy_basis.copy(), hard_basis=a.hard_basis.copy())
+    return replace(a, easy_basis=a.easy_basis.copy(), hard_basis=a.hard_basis.copy())
 
 
 @functools.lru_cache(maxsize=64)
