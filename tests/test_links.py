@@ -1,4 +1,6 @@
 """Link analysis: exponents, easy/hard subspaces, delta_alg (exact where the integrals close)."""
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -86,9 +88,12 @@ def test_product_delta_alg_bounds():
 
 def test_json_shape():
     d = tk.analyse_link("phase-retrieval").as_dict()
-    for key in ("link", "k", "information_exponent", "generative_exponent", "easy_dim", "hard_dim", "delta_alg"):
-        assert key in d
-    assert d["delta_alg"]["exact"] == "1/2"
+    assert {key: d[key] for key in ("link", "name", "k", "information_exponent", "generative_exponent", "easy_dim",
+                                    "hard_dim", "easy_basis", "hard_basis")} == \
+        {"link": "z**2", "name": "phase-retrieval", "k": 1, "information_exponent": 2, "generative_exponent": 2,
+         "easy_dim": 0, "hard_dim": 1, "easy_basis": [[]], "hard_basis": [[1.0]]}
+    assert (d["delta_alg"]["exact"], d["delta_alg"]["value"], d["delta_alg"]["error"]) == ("1/2", 0.5, 0.0)
+    json.dumps(d, allow_nan=False)  # the dict is the JSON contract: plain types only
 
 
 def test_analyse_link_is_memoised_and_hands_out_copies():

@@ -73,3 +73,49 @@ def test_bad_inputs():
         tk.Network("gelu", "square", 0)
     with pytest.raises(tk.TheorykitError, match="expected r of shape"):
         tk.Network("gelu", "square", 2).evaluate(np.zeros((3, 3)), np.zeros(3))
+
+
+@pytest.mark.parametrize("a,exact", [
+    (1, sp.Integer(1)), (-2, sp.Integer(-2)), (0.5, sp.Rational(1, 2)), (0.1, sp.Rational(1, 10)),
+    (np.float64(0.25), sp.Rational(1, 4)), (np.int64(3), sp.Integer(3)), (np.array(-1.5), sp.Rational(-3, 2)),
+    (sp.sqrt(2), sp.sqrt(2)), (sp.Rational(1, 3), sp.Rational(1, 3)),
+])
+@pytest.mark.parametrize("m", [1, 3])
+def test_scalar_a_b_broadcast(a, exact, m):
+    """A single number is accepted wherever a vector is, at any width (broadcast), and equals the explicit vector."""
+    net = tk.Network("gelu", "square", m, a=a, b=a)
+    assert net.a_sym == (exact,) * m and net.b_sym == (exact,) * m
+    np.testing.assert_array_equal(net.a, np.full(m, float(exact)))
+    ref = tk.Network("gelu", "square", m, a=[exact] * m, b=[exact] * m)
+    r = np.random.default_rng(0).standard_normal((4, m))
+    y = np.array([0.5, 1.0, 2.0, 0.0])
+    np.testing.assert_array_equal(net.evaluate(r, y).D, ref.evaluate(r, y).D)
+
+
+def test_length_one_vector_forms_agree():
+    """a = 1, [1], (1,), np.array([1.]), "1" all give the same network, broadcast to every unit."""
+    for m in (1, 3):
+        for a in (1, 1.0, [1], (1,), np.array([1.0]), "1", sp.Integer(1)):
+            assert tk.Network("gelu", "square", m, a=a).a_sym == (1,) * m
+
+
+@pytest.mark.parametrize("a,needle", [
+    ("1,2,3", "has 3 entries but the width is m = 2"),
+    ([1, 2, 3], "has 3 entries but the width is m = 2"),
+    (np.ones((2, 1)), "shape (2, 1)"),
+    (True, "got bool"),
+    (1j, "got complex"),
+    ({"a": 1}, "got dict"),
+    (object(), "got object"),
+    (float("nan"), "not a number"),
+    (float("inf"), "not a number"),
+    ([1, "foo"], "'foo' is not a number"),
+    ([1, None], "None is not a number"),
+    (sp.I, "not a real finite number"),
+    (sp.Symbol("x"), "x is not a number"),
+    ([1, sp.zoo], "not a real finite number"),
+])
+def test_bad_vectors_one_line_error(a, needle):
+    with pytest.raises(tk.TheorykitError) as e:
+        tk.Network("gelu", "square", 2, a=a)
+    assert needle in str(e.value) and "\n" not in str(e.value)

@@ -155,24 +155,75 @@ def test_multi_index_refused():
 
 
 # ------------------------------------------------------------------------------------------------- CLI
-def test_cli_json(capsys, monkeypatch):
+def _optimal_by_scipy_quad(delta):
+    """(lam_star, top eigenvalue, overlap2) for y = z^2 and T*, by adaptive scipy quadrature over z and brentq on the
+    margin: independent of the package's Gauss-Legendre law, its tau search and its root bracketing."""
+    from scipy import integrate, optimize
+
+    c = math.sqrt(2 * delta) - 1
+
+    def E(f):
+        def g(z):
+            V = z * z
+            return math.exp(-V / 2) / math.sqrt(2 * math.pi) * f((V - 1) / (V + c), V)
+        return integrate.quad(g, -np.inf, np.inf, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
+
+    lam = optimize.brentq(lambda l: delta * E(lambda Z, V: Z * (V - 1) / (l - Z)) - 1, 1 + 1e-12, 100, xtol=1e-14)
+    dpsi = 1 / delta - E(lambda Z, V: Z * Z / (lam - Z) ** 2)
+    dphi = -E(lambda Z, V: Z * Z * V / (lam - Z) ** 2)
+    return lam, lam * (1 / delta + E(lambda Z, V: Z / (lam - Z))), dpsi / (dpsi - dphi)
+
+
+def test_cli_json(capsys):
     from theorykit import cli
 
-    monkeypatch.setattr(cli, "COMMANDS", ["spectral"])  # isolate from other commands' modules
     rc = cli.main(["spectral", "--link", PR, "--preprocess", OPTIMAL, "--delta", "2", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    for key in ("top_eigenvalue", "overlap2", "delta_u"):
-        assert isinstance(out[key], float)
-    assert abs(out["delta_u"] - 0.5) < 1e-6
-    assert abs(out["top_eigenvalue"] - 0.6047760080) < 1e-8
-    assert out["case"] == "boundary" and "method" in out
+    # closed forms for T* at delta = 2 (see test_optimal_margin_closed_form): tau = lam_bar = 1, bulk edge 1/delta,
+    # margin sqrt(2 delta) - 1 = 1, delta_u = 1/2
+    assert out["case"] == out["edge_case"] == "boundary" and out["delta"] == 2.0 and out["notes"] == []
+    assert abs(out["tau"] - 1) < 1e-9 and abs(out["lam_bar"] - 1) < 1e-9
+    assert abs(out["bulk_edge"] - 0.5) < 1e-9 and abs(out["margin"] - 1) < 1e-8
+    assert abs(out["delta_u"] - 0.5) < 1e-6 and out["threshold"]["domain_edge"] is True
+    # outlier and overlap against an independent scipy.integrate.quad computation (measured agreement ~1e-15; the
+    # package's 200000-node Gauss-Legendre grid is good to ~1e-10, hence 1e-8)
+    lam, top, ov = _optimal_by_scipy_quad(2.0)
+    assert abs(out["lam_star"] - lam) < 1e-8 and abs(out["top_eigenvalue"] - top) < 1e-8
+    assert abs(out["overlap2"] - ov) < 1e-8
+    assert abs(out["top_eigenvalue"] - 0.6047760080) < 1e-8 and abs(out["overlap2"] - 0.4858237121) < 1e-8
 
 
-def test_cli_bad_input(capsys, monkeypatch):
+def test_spectral_core_is_public_and_matches_closed_form():
+    """SpectralLaw, outlier and bulk_edge from the top-level package, on a one-atom law Z = c, V = v, where
+    psi(lam) = lam (1/delta + c/(lam - c)): lam_bar = c (1 + sqrt(delta)), edge psi(lam_bar) = c (1 + sqrt(delta))^2
+    / delta (Marchenko-Pastur), margin sqrt(delta) (v - 1) - 1, lam* = c (1 + delta (v - 1)),
+    top = lam* v / (delta (v - 1)), overlap2 = (delta (v-1)^2 - 1) / (delta (v-1)^2 - 1 + v)."""
+    for name in ("SpectralLaw", "SpectralPrediction", "spectral_law", "outlier", "bulk_edge"):
+        assert name in theorykit.__all__ and getattr(theorykit, name) is getattr(S, name)
+    c, v, delta = 1.5, 3.0, 2.0
+    law = theorykit.SpectralLaw.from_arrays([1.0], [c], [v])
+    lam_bar, case = theorykit.bulk_edge(law, delta)
+    assert case == "interior" and lam_bar == pytest.approx(c * (1 + math.sqrt(delta)), rel=1e-12)
+    p = theorykit.outlier(law, delta)
+    lam_star = c * (1 + delta * (v - 1))
+    assert p.bulk_edge == pytest.approx(c * (1 + math.sqrt(delta)) ** 2 / delta, rel=1e-12)
+    assert p.margin == pytest.approx(math.sqrt(delta) * (v - 1) - 1, rel=1e-12)
+    assert p.lam_star == pytest.approx(lam_star, rel=1e-12)
+    assert p.top_eigenvalue == pytest.approx(lam_star * v / (delta * (v - 1)), rel=1e-12)
+    q = delta * (v - 1) ** 2 - 1
+    assert p.overlap2 == pytest.approx(q / (q + v), rel=1e-12)
+    # below the threshold sqrt(delta) (v - 1) = 1 there is no outlier: the top is the bulk edge
+    p0 = theorykit.outlier(theorykit.SpectralLaw.from_arrays([1.0], [c], [1.5]), delta)
+    assert not p0.has_outlier and p0.overlap2 == 0 and p0.top_eigenvalue == pytest.approx(p.bulk_edge, rel=1e-12)
+    # the law built from (link, T, delta) goes through the same core
+    law_pr = theorykit.spectral_law(PR, OPTIMAL, 2.0)
+    assert theorykit.outlier(law_pr, 2.0) == theorykit.spectral_prediction(PR, OPTIMAL, 2.0)
+
+
+def test_cli_bad_input(capsys):
     from theorykit import cli
 
-    monkeypatch.setattr(cli, "COMMANDS", ["spectral"])
     rc = cli.main(["spectral", "--link", PR, "--preprocess", "(y-1)/(y+sqrt(delta)-1)", "--delta", "0.5", "--json"])
     err = capsys.readouterr().err
     assert rc == 2 and "pole" in err and err.count("\n") == 1

@@ -7,11 +7,15 @@ Public API (everything else is implementation):
     hermite_coefficients              mu_k = E[sigma(G) He_k(G)] with the tier that produced each
     gaussian_expectation, expectation Gaussian expectations (closed form -> quadrature -> Monte Carlo)
     analyse_link                      exponents, easy/hard subspaces, delta_alg
+    Problem                           the learning problem once (model, delta, ridge, steps, initial law): JSON, key
     simulate, sweep, summarise        finite-d full-batch GD (the referee) and success-probability scans
     spectral_prediction/_threshold    classic spectral methods (top eigenvalue, overlap, delta_u)
+    SpectralLaw, spectral_law         the spectral core's input: a weighted discrete law of (Z = T(Y), V = G^2), tau
+    outlier, bulk_edge                the core on any SpectralLaw at ratio delta: outlier -> SpectralPrediction (top
+                                      eigenvalue, overlap, bulk edge); bulk_edge -> (lam_bar = argmin psi_delta, case)
     hessian_bottom, hessian_matvec    bottom Hessian eigenpairs by Lanczos on a matrix-free product
     population_loss                   population (fresh-sample) test loss from M = Theta*^T Theta, C
-    dmft, flow_schedule               DMFT of GD (THEORY 3, 3b) with standard errors; gradient-flow grids
+    dmft, flow_schedule               DMFT of GD (docs/theory.md §3, §3.2) with standard errors; gradient-flow grids
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
@@ -24,9 +28,11 @@ from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
 from .symbolic.dmft_closed import dmft_closed_form, ClosedFormDMFT
 
+from .problem import Problem
 from .simulate import simulate, SimulationResult
 from .sweeps import sweep, summarise
-from .spectral import spectral_prediction, spectral_threshold, SpectralLaw
+from .spectral import (spectral_prediction, spectral_threshold, SpectralLaw, SpectralPrediction, spectral_law, outlier,
+                       bulk_edge)
 from .spectrum import hessian_bottom, hessian_matvec, HessianSpectrum
 from .population import population_loss
 from .dmft import capture_threshold, dmft, flow_schedule, DMFTResult
@@ -35,7 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Link", "Loss", "Preprocessing", "preprocessing", "activation", "link",
            "loss", "Network", "Derivatives", "hermite_coefficients", "gaussian_expectation", "HermiteExpansion",
-           "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg", "simulate",
-           "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
+           "HermiteCoefficient", "expectation", "Expectation", "analyse_link", "LinkAnalysis", "DeltaAlg", "Problem",
+           "simulate", "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
+           "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold"]

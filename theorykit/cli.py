@@ -1,21 +1,27 @@
 """Command-line interface: ``theorykit COMMAND ... [--json]``.
 
 Each command lives in ``theorykit/_cli/<command>.py`` and defines ``add_parser(subparsers)`` and
-``run(args) -> dict`` (the JSON contract) and ``text(result) -> str`` (plain output).  A bad input exits with
-status 2 and a one-line message on stderr; no traceback reaches the user.
+``run(args) -> dict`` (the JSON contract) and ``text(result) -> str`` (plain output); :data:`COMMANDS` registers
+them statically (a new command is imported and added there).  A bad input exits with status 2 and a one-line
+message on stderr; no traceback reaches the user.  ``theorykit --version`` prints ``theorykit <version>``.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import sys
 
+from . import __version__
 from .errors import TheorykitError
+# the command registry is static: a command module that fails to import is an internal bug and makes `theorykit`
+# fail loudly here (never a silently missing or "unavailable" command)
+from ._cli import derive, dmft as dmft_cmd, hermite, link as link_cmd, simulate as simulate_cmd, \
+    spectral as spectral_cmd, sweep as sweep_cmd
 
-#: command name -> module under theorykit._cli
-COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft"]
+#: command name -> module under theorykit._cli (each defines add_parser, run and text), in help order
+COMMANDS = {"hermite": hermite, "link": link_cmd, "derive": derive, "simulate": simulate_cmd,
+            "spectral": spectral_cmd, "sweep": sweep_cmd, "dmft": dmft_cmd}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,38 +50,14 @@ def _clean(obj):
     return obj
 
 
-class _Broken:
-    """Stands in for a command module that failed to import: the command reports why, the others still work."""
-
-    def __init__(self, name, exc):
-        self.name, self.exc = name, exc
-
-    def add_parser(self, sub):
-        p = sub.add_parser(self.name, help=f"(unavailable: {type(self.exc).__name__})")
-        p.add_argument("rest", nargs="*")
-        return p
-
-    def run(self, args):
-        raise TheorykitError(f"command '{self.name}' is unavailable: {type(self.exc).__name__}: {self.exc}")
-
-
 def build_parser():
     p = _Parser(prog="theorykit", description="Theory of feature learning in two-layer networks.")
+    p.add_argument("--version", action="version", version=f"theorykit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    modules = {}
-    for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"theorykit._cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"theorykit._cli.{name}":
-                continue  # command not built yet
-            mod = _Broken(name, e)
-        except Exception as e:  # one broken command must not take the others down
-            mod = _Broken(name, e)
+    for mod in COMMANDS.values():
         sp_ = mod.add_parser(sub)
         sp_.add_argument("--json", action="store_true", help="machine-readable output")
         sp_.set_defaults(_module=mod)
-        modules[name] = mod
     return p
 
 

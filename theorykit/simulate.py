@@ -1,4 +1,4 @@
-"""The finite-d simulator (THEORY.md sections 1 and 7): full-batch gradient descent on a two-layer network.
+"""The finite-d simulator (docs/theory.md §1 and §7): full-batch gradient descent on a two-layer network.
 
 Model (float64 throughout)::
 
@@ -25,7 +25,11 @@ Conventions (all recorded in ``result.settings``):
   (orders POPULATION_ORDER, or exact for polynomial sigma, l, h), computed from M and gram on first access (after the
   run, so it costs nothing in the GD loop) when k + noisy + m <= 4 (else None; ``settings["population_test_loss"]``
   says which).
-* **Random init**: theta_j(0) ~ N(0, I_d/d).  **Spectral init**: the top-m eigenvectors (unit norm, largest-|entry|
+* **Random init**: theta_j(0) ~ N(0, I_d/d).  A Problem with a non-default initial law (Sigma0, M0) starts from
+  Theta(0) = Theta* M0 + G Sigma0^(1/2) / sqrt(d), G the same (d, m) standard normal draw: the rows of the
+  complement are N(0, Sigma0 / d) and M_0 = M0 + O(d^-1/2) (the DMFT's theta^0 ~ N(0, Sigma0), M_0 = M0 as d -> oo).
+* **Step sizes**: eta at every step, or the Problem's schedule eta_0..eta_{T-1} (step t uses eta_t).
+* **Spectral init**: the top-m eigenvectors (unit norm, largest-|entry|
   positive) of (1/n) sum_i T(y_i) x_i x_i^T, default T(y, delta) = (y - 1)/(y + sqrt(2 delta) - 1)
   (:data:`DEFAULT_SPECTRAL_T`).
 * **Constrained GD**: Theta <- (I - P_hard) Theta at initialisation and after every step.
@@ -40,22 +44,23 @@ Conventions (all recorded in ``result.settings``):
 from __future__ import annotations
 
 import math
-import os
-import sys
-import time
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
+from . import defaults
+from ._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, physical_memory
 from .errors import TheorykitError
+from .problem import Problem
 
-#: default spectral preprocessing (bounded for y >= 0 and every delta; optimal for phase retrieval, THEORY.md sec. 6)
-DEFAULT_SPECTRAL_T = "(y-1)/(y+sqrt(2*delta)-1)"
+# the old private names, for code that still imports them from here (dmft.py); new code imports theorykit._checks
+_Progress, _check_int, _check_number, _fmt_bytes = Progress, check_int, check_number, fmt_bytes
+
+#: default spectral preprocessing (bounded for y >= 0 and every delta; optimal for phase retrieval, docs/theory.md §6)
+DEFAULT_SPECTRAL_T = defaults.SIM_SPECTRAL_T
 #: success threshold on the overlap
 SUCCESS_THRESHOLD = 0.5
-#: fraction of physical memory above which a simulation is refused
-MEMORY_FRACTION = 0.6
 #: ||Theta||_F^2 above this counts as divergence (overflow would follow)
 THETA_NORM2_LIMIT = 1e100
 #: hessian_method "auto" uses the dense eigensolver up to this md, Lanczos above
@@ -87,6 +92,8 @@ class SimulationResult:
     settings      every input and convention (JSON-safe)
     diverged_at   None, or {"step", "loss", "hint"} when status == "diverged"
     theta         (d, m) the final weights (None when diverged; not part of the JSON output)
+    problem       the :class:`theorykit.Problem` that was run (JSON: its to_dict(); ``simulate(Problem.from_dict(
+                  out["problem"]), d=..., seed=..., ...)`` with the numeric settings re-runs it)
     population_test_loss        (T,) the population (fresh-sample) test loss E[l(y, f(M_t^T z + g))], g ~ N(0, C_t),
                                 C_t = gram_t - M_t^T M_t (theorykit.population), or None when k + noisy + m > 4
                                 (settings["population_test_loss"] says which)
@@ -108,6 +115,7 @@ class SimulationResult:
     settings: dict
     diverged_at: Optional[dict] = None
     theta: Optional[np.ndarray] = field(default=None, repr=False)
+    problem: Optional[Problem] = None
     _population_inputs: Optional[tuple] = field(default=None, repr=False, compare=False)  # (net, link)
     _population_cache: Optional[tuple] = field(default=None, repr=False, compare=False)
 
@@ -131,8 +139,8 @@ class SimulationResult:
 
     def as_dict(self) -> dict:
         """The JSON contract: keys status, t, M, gram, train_loss, test_loss, population_test_loss (list or null),
-        population_test_loss_error (list or null), success, escape_time, hessian, settings (plus diverged_at when
-        diverged)."""
+        population_test_loss_error (list or null), success, escape_time, hessian, settings, problem (plus
+        diverged_at when diverged)."""
         def opt(a):
             return None if a is None else np.asarray(a).tolist()
 
@@ -143,7 +151,8 @@ class SimulationResult:
                "success": [bool(s) for s in self.success], "escape_time": self.escape_time,
                "hessian": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in h.items()}
                            for h in self.hessian],
-               "settings": self.settings}
+               "settings": self.settings,
+               "problem": None if self.problem is None else self.problem.to_dict()}
         if self.diverged_at is not None:
             out["diverged_at"] = dict(self.diverged_at)
         return out
@@ -188,21 +197,6 @@ def _gradient(X, derivs, theta, ridge):
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def physical_memory() -> Optional[int]:
-    """Bytes of physical memory (os.sysconf), or None where unknown."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _fmt_bytes(b: float) -> str:
-    for unit, s in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if b >= s:
-            return f"{b / s:.3g} {unit}"
-    return f"{int(b)} B"
-
-
 def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spectral: bool) -> dict:
     """Bytes the simulation allocates (float64): data, test set, per-step work arrays, history, spectral matrix."""
     f8 = 8
@@ -220,9 +214,9 @@ def _check_memory(n, d, m, k, steps, n_test, spectral):
     phys = physical_memory()
     if phys is not None and est["total"] > MEMORY_FRACTION * phys:
         raise TheorykitError(
-            f"simulation needs about {_fmt_bytes(est['total'])} (X: n x d = {n} x {d} = {_fmt_bytes(est['X'])}, "
-            f"test set {_fmt_bytes(est['X_test'])}) but only {_fmt_bytes(MEMORY_FRACTION * phys)} "
-            f"(60% of {_fmt_bytes(phys)} physical memory) is allowed: lower d, delta or n_test")
+            f"simulation needs about {fmt_bytes(est['total'])} (X: n x d = {n} x {d} = {fmt_bytes(est['X'])}, "
+            f"test set {fmt_bytes(est['X_test'])}) but only {fmt_bytes(MEMORY_FRACTION * phys)} "
+            f"(60% of {fmt_bytes(phys)} physical memory) is allowed: lower d, delta or n_test")
     return est
 
 
@@ -262,29 +256,6 @@ def _spectral_init(X, Ty, m):
     V *= np.sign(V[idx, np.arange(m)])
     V /= np.linalg.norm(V, axis=0)
     return V, w[::-1].copy()
-
-
-class _Progress:
-    """A tiny progress bar on stderr (updates at most every 0.1 s)."""
-
-    def __init__(self, total, stream=None, width=30):
-        self.total, self.stream, self.width = max(total, 1), stream or sys.stderr, width
-        self.t0 = self.last = time.monotonic()
-
-    def update(self, i, force=False):
-        now = time.monotonic()
-        if not force and now - self.last < 0.1:
-            return
-        self.last = now
-        frac = min(i / self.total, 1.0)
-        bar = "#" * int(frac * self.width)
-        self.stream.write(f"\rsimulate [{bar:<{self.width}}] {i}/{self.total} steps {now - self.t0:6.1f}s")
-        self.stream.flush()
-
-    def close(self, i):
-        self.update(i, force=True)
-        self.stream.write("\n")
-        self.stream.flush()
 
 
 def _hessian_function():
@@ -344,64 +315,89 @@ def _population_test_loss(net, lk, M_hist, gram_hist, settings):
     return vals, errs
 
 
-def _check_number(name, value, cond, what):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TheorykitError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or not cond(v):
-        raise TheorykitError(f"{name} must be {what}, got {value!r}")
-    return v
-
-
-def _check_int(name, value, lo):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise TheorykitError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
 # ------------------------------------------------------------------------------------------------ simulate
-def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, d: int,
-             steps: int, eta: float, ridge: float = 0.0, init: str = "random", spectral_T=None,
-             constrained: bool = False, seed: int = 0, hessian_every: int = 0, hessian_k: int = 10,
-             hessian_method: str = "auto",
-             n_test: Optional[int] = None, progress: bool = False) -> SimulationResult:
-    """Full-batch GD of THEORY.md section 1 at finite d; see the module docstring for every convention.
+#: the Problem's fields among simulate's keyword arguments (the keyword form builds a Problem from them)
+_PROBLEM_KEYWORDS = ("link", "loss", "width", "a", "b", "delta", "ridge", "eta", "steps", "schedule", "Sigma0", "M0")
 
-    activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
-    delta > 0, d >= 1 (n = round(delta d) >= 1), steps >= 0, eta > 0, ridge >= 0.
+
+def simulate(activation=None, link=None, loss=None, width=None, *, problem: Optional[Problem] = None, a=None,
+             b=None, delta=None, d: int, steps=None, eta=None, schedule=None, ridge=None, Sigma0=None, M0=None,
+             init: str = defaults.SIM_INIT,
+             spectral_T=None, constrained: bool = defaults.SIM_CONSTRAINED, seed: int = defaults.SIM_SEED,
+             hessian_every: int = defaults.SIM_HESSIAN_EVERY, hessian_k: int = defaults.SIM_HESSIAN_K,
+             hessian_method: str = defaults.SIM_HESSIAN_METHOD, n_test: Optional[int] = None,
+             progress: bool = False) -> SimulationResult:
+    """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
+
+    Two forms with the same numbers:
+
+    * ``simulate(problem, *, d, ...)`` (or ``simulate(problem=problem, d=d, ...)``) with a :class:`theorykit.Problem`
+      (model, delta, ridge, step sizes, initial law);
+    * the keyword form ``simulate(activation, link, loss="square", width=1, *, a, b, delta, steps, eta, ridge=0,
+      d, ...)`` (or ``schedule=`` instead of eta and steps; ``Sigma0``, ``M0``), a thin wrapper that builds
+      ``Problem(activation, link, loss, width, a=a, ..., M0=M0)`` and runs the first form (None: the default of
+      :mod:`theorykit.defaults`).
+
+    Problem: delta > 0 (n = round(delta d) >= 1), steps >= 0 and eta > 0 (or a schedule of step sizes: step t uses
+    eta_t), ridge >= 0; Sigma0, M0: Theta(0) = Theta* M0 + G Sigma0^(1/2) / sqrt(d) (module docstring; the default
+    I, 0 is the plain random init).  Numeric settings: d >= 1;
     init: "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
     default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
     hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never), with
     ``theorykit.spectrum.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
     n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.
-    Returns a :class:`SimulationResult`.  Bad inputs raise :class:`TheorykitError` before anything is allocated.
+    Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
+    :class:`TheorykitError` before anything is allocated.
     """
-    from .symbolic.ingredients import link as make_link, preprocessing
-    from .symbolic.links import analyse_link
-    from .symbolic.network import Network
+    given = dict(link=link, loss=loss, width=width, a=a, b=b, delta=delta, ridge=ridge, eta=eta, steps=steps,
+                 schedule=schedule, Sigma0=Sigma0, M0=M0)
+    if isinstance(activation, Problem):
+        if problem is not None:
+            raise TheorykitError("simulate: give the Problem once (first argument or problem=)")
+        problem, activation = activation, None
+    if problem is not None:
+        if not isinstance(problem, Problem):
+            raise TheorykitError(f"simulate: problem must be a theorykit.Problem, got {type(problem).__name__}")
+        given["activation"] = activation
+        extra = [name for name in ("activation",) + _PROBLEM_KEYWORDS if given[name] is not None]
+        if extra:
+            raise TheorykitError(f"simulate(problem, ...): {extra[0]} is part of the Problem; use "
+                                 f"problem.replace({extra[0]}=...)")
+    else:
+        problem = Problem(activation, link, defaults.LOSS if loss is None else loss,
+                          defaults.WIDTH if width is None else width, a=a, b=b, delta=delta,
+                          ridge=defaults.RIDGE if ridge is None else ridge, eta=eta, steps=steps, schedule=schedule,
+                          Sigma0=Sigma0, M0=M0)
+    return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
+                     hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
+                     progress=progress)
 
-    delta = _check_number("delta", delta, lambda v: v > 0, "> 0")
-    d = _check_int("d", d, 1)
-    steps = _check_int("steps", steps, 0)
-    eta = _check_number("eta", eta, lambda v: v > 0, "> 0")
-    ridge = _check_number("ridge", ridge, lambda v: v >= 0, ">= 0")
-    seed = _check_int("seed", seed, 0)
-    hessian_every = _check_int("hessian_every", hessian_every, 0)
-    hessian_k = _check_int("hessian_k", hessian_k, 1)
+
+def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
+              hessian_method, n_test, progress) -> SimulationResult:
+    from .symbolic.ingredients import preprocessing
+
+    delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
+    schedule = problem.schedule  # None for constant-step GD
+    d = check_int("d", d, 1)
+    seed = check_int("seed", seed, 0)
+    hessian_every = check_int("hessian_every", hessian_every, 0)
+    hessian_k = check_int("hessian_k", hessian_k, 1)
     if hessian_method not in ("auto", "lanczos", "dense"):
         raise TheorykitError(f"hessian_method must be 'auto', 'lanczos' or 'dense', got {hessian_method!r}")
     if init not in ("random", "spectral"):
         raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")
     if spectral_T is not None and init != "spectral":
         raise TheorykitError("a spectral preprocessing T was given but init is not 'spectral'")
+    if init == "spectral" and (problem.Sigma0 is not None or problem.M0 is not None):
+        raise TheorykitError("init 'spectral' sets Theta(0) itself: it takes the default Sigma0 = I and M0 = 0")
     n = int(round(delta * d))
     if n < 1:
         raise TheorykitError(f"n = round(delta * d) = round({delta} * {d}) = 0 samples: raise delta or d")
-    n_test = max(2000, n) if n_test is None else _check_int("n_test", n_test, 1)
+    n_test = max(defaults.SIM_N_TEST_MIN, n) if n_test is None else check_int("n_test", n_test, 1)
 
-    net = Network(activation, loss, width, a=a, b=b)
-    lk = make_link(link)
+    net = problem.network
+    lk = problem.link_obj
     m, k = net.m, lk.k
     if k > d:
         raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
@@ -413,8 +409,7 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
         if m > d:
             raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
 
-    analysis = analyse_link(lk)
-    hard_basis = np.asarray(analysis.hard_basis, dtype=float).reshape(k, -1)
+    hard_basis = np.array(problem.analysis.hard_basis, dtype=float).reshape(k, -1)
     kH = hard_basis.shape[1]
     target, target_name = (hard_basis, "hard") if kH > 0 else (np.eye(k), "latent")
     hard_dirs = np.zeros((d, kH))
@@ -423,6 +418,11 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
     # ---- randomness, in the documented order
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((d, m)) / math.sqrt(d)
+    if problem.Sigma0 is not None:  # rows ~ N(0, Sigma0 / d)
+        w, U = np.linalg.eigh(problem.Sigma0_matrix)
+        theta = theta @ ((U * np.sqrt(np.clip(w, 0.0, None))) @ U.T)
+    if problem.M0 is not None:
+        theta[:k] += problem.M0_matrix
     X = rng.standard_normal((n, d))
     eps = rng.standard_normal(n) if lk.noisy else None
     y = lk.response(X[:, :k], eps)
@@ -441,10 +441,12 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
 
     theta = project(theta)
 
+    problem_dict = problem.to_dict()
     settings = {
         "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
         "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "d": d, "n": n, "n_test": n_test,
-        "steps": steps, "eta": eta, "ridge": ridge, "init": init,
+        "steps": steps, "eta": eta, "schedule": (list(schedule) if schedule is not None else None),
+        "ridge": ridge, "Sigma0": problem_dict["Sigma0"], "M0": problem_dict["M0"], "init": init,
         "spectral_T": (str(T_fn.expr) if T_fn is not None else None),
         "spectral_eigenvalues": (spectral_eigenvalues.tolist() if spectral_eigenvalues is not None else None),
         "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
@@ -464,7 +466,7 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
     diverged_at = None
     last = -1
     k_eig = min(hessian_k, d * m)
-    bar = _Progress(steps) if progress else None
+    bar = Progress(steps) if progress else None
     inv_n = 1.0 / n
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -479,9 +481,10 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
                 if not (math.isfinite(tr) and math.isfinite(te) and math.isfinite(norm2)
                         and norm2 <= THETA_NORM2_LIMIT and tr <= LOSS_GROWTH_LIMIT * loss_scale):
                     bad = tr if math.isfinite(tr) else float("inf")
+                    e = eta if schedule is None else max(schedule[:max(t, 1)])  # the largest step taken
                     diverged_at = {"step": t, "loss": bad,
-                                   "hint": f"gradient descent diverged at step {t} with eta = {eta:g}: "
-                                           f"try a smaller eta (e.g. {eta / 4:g}); stability needs "
+                                   "hint": f"gradient descent diverged at step {t} with eta = {e:g}: "
+                                           f"try a smaller eta (e.g. {e / 4:g}); stability needs "
                                            f"eta * (per-sample curvature) / delta <~ 1"}
                     break
                 M_hist[t] = theta[:k]
@@ -497,7 +500,7 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
                     bar.update(t)
                 if t == steps:
                     break
-                gd_update(X, derivs, theta, eta, ridge)
+                gd_update(X, derivs, theta, eta if schedule is None else schedule[t], ridge)
                 project(theta)
     finally:
         if bar is not None:
@@ -511,4 +514,4 @@ def simulate(activation, link, loss="square", width: int = 1, *, a=None, b=None,
         gram=gram_hist[:T].copy(), train_loss=train[:T].copy(), test_loss=test[:T].copy(),
         overlap=overlap[:T].copy(), success=success, escape_time=int(hits[0]) if hits.size else None,
         hessian=hessian, settings=settings, diverged_at=diverged_at,
-        theta=theta.copy() if diverged_at is None else None, _population_inputs=(net, lk))
+        theta=theta.copy() if diverged_at is None else None, problem=problem, _population_inputs=(net, lk))

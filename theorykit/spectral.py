@@ -1,4 +1,4 @@
-"""Classic spectral methods (THEORY.md section 6; Mondelli-Montanari 2017, Lu-Li 2017).
+"""Classic spectral methods (docs/theory.md §6; Mondelli-Montanari 2017, Lu-Li 2017).
 
 M_n = (1/n) sum_i T(y_i) x_i x_i^T,  x_i ~ N(0, I_d),  n = delta d.  With Z = T(Y), G the latent coordinate and
 tau = ess sup Z, on lam > tau:
@@ -129,7 +129,8 @@ def hessian_law(weights, D, zeta2, method: str = "discrete law of (D, zeta^2)", 
 
 # ------------------------------------------------------------------------------------------------- the core
 def bulk_edge(law: SpectralLaw, delta: float):
-    """(lam_bar, edge_case): the argmin of psi_delta on [tau, inf) and "interior" or "boundary"."""
+    """(lam_bar, edge_case): the argmin of psi_delta on [tau, inf) and "interior" or "boundary".  The bulk edge
+    eigenvalue itself is ``law.psi(lam_bar, delta)`` (reported as ``outlier(law, delta).bulk_edge``)."""
     delta = _check_delta(delta)
     tau = law.tau
     d_tau = law.dpsi(tau, delta)

@@ -1,4 +1,5 @@
 """Command-line arguments shared by `simulate` and `sweep` (one definition for both)."""
+from .. import defaults
 from .derive import add_network_arguments
 
 
@@ -7,20 +8,22 @@ def add_simulation_arguments(p, with_delta: bool = True):
     p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk) and eps")
     if with_delta:
         p.add_argument("--delta", type=float, required=True, help="sample ratio n/d")
-        p.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng (default 0)")
+        p.add_argument("--seed", type=int, default=defaults.SIM_SEED,
+                       help=f"seed of numpy.random.default_rng (default {defaults.SIM_SEED})")
     p.add_argument("--d", type=int, required=True, help="input dimension")
     p.add_argument("--steps", type=int, required=True, help="number of GD steps T (records t = 0..T)")
     p.add_argument("--eta", type=float, required=True, help="learning rate")
-    p.add_argument("--init", choices=["random", "spectral"], default="random",
+    p.add_argument("--init", choices=["random", "spectral"], default=defaults.SIM_INIT,
                    help="random theta_j ~ N(0, I/d) (default) or spectral (top eigenvectors of (1/n) sum T(y) x x^T)")
     p.add_argument("--spectral-T", default=None, dest="spectral_T",
                    help="preprocessing T(y, delta) for --init spectral (default (y-1)/(y+sqrt(2*delta)-1))")
     p.add_argument("--constrained", action="store_true", help="project Theta off the hard subspace every step")
-    p.add_argument("--hessian-every", type=int, default=0, dest="hessian_every",
+    p.add_argument("--hessian-every", type=int, default=defaults.SIM_HESSIAN_EVERY, dest="hessian_every",
                    help="bottom-10 Hessian eigenpairs every K steps (0: never)")
-    p.add_argument("--hessian-method", choices=["auto", "lanczos", "dense"], default="auto", dest="hessian_method",
+    p.add_argument("--hessian-method", choices=["auto", "lanczos", "dense"], default=defaults.SIM_HESSIAN_METHOD,
+                   dest="hessian_method",
                    help="Hessian eigensolver (auto: dense for m*d <= 400, else Lanczos)")
-    p.add_argument("--ridge", type=float, default=0.0, help="ridge lambda: adds (lambda/2)||Theta||_F^2")
+    p.add_argument("--ridge", type=float, default=defaults.RIDGE, help="ridge lambda: adds (lambda/2)||Theta||_F^2")
     p.add_argument("--n-test", type=int, default=None, dest="n_test", help="test-set size (default max(2000, n))")
     return p
 

@@ -1,14 +1,15 @@
 """theorykit derive --activation A --loss L --width M [--a 1,-1] [--b 0,0] [--json]"""
 import sympy as sp
 
+from .. import defaults
 from ..symbolic.network import Network
 
 
 def add_network_arguments(p, loss_required=True):
     p.add_argument("--activation", required=True, help="preset or expression in x")
-    p.add_argument("--loss", required=loss_required, default="square", help="preset (square, logistic, huber) or "
-                                                                             "expression in y, yhat")
-    p.add_argument("--width", type=int, default=1, help="number of hidden units m")
+    p.add_argument("--loss", required=loss_required, default=defaults.LOSS,
+                   help="preset (square, logistic, huber) or expression in y, yhat")
+    p.add_argument("--width", type=int, default=defaults.WIDTH, help="number of hidden units m")
     p.add_argument("--a", default=None, help="second-layer weights, comma-separated (default all 1)")
     p.add_argument("--b", default=None, help="biases, comma-separated (default all 0)")
 

@@ -3,7 +3,8 @@
 [--hessian-method auto|lanczos|dense] [--n-test N] [--progress] [--json]
 
 JSON keys: status, t, M, gram, train_loss, test_loss, population_test_loss, population_test_loss_error, success,
-escape_time, hessian, settings (+ diverged_at).  population_test_loss[_error] are null when k + noisy + m > 4
+escape_time, hessian, settings, problem (theorykit.Problem.to_dict(): with settings it re-runs the result) (+
+diverged_at).  population_test_loss[_error] are null when k + noisy + m > 4
 (settings.population_test_loss says why).
 """
 import sys

@@ -1,4 +1,4 @@
-"""Per-sample derivatives of the loss of a two-layer network in its pre-activations (THEORY.md section 1).
+"""Per-sample derivatives of the loss of a two-layer network in its pre-activations (docs/theory.md §1).
 
     f(r) = (1/m) sum_j a_j sigma(r_j + b_j),            r = Theta^T x in R^m,
     F(r, y) = grad_r l(y, f(r)) = l' grad f,            grad f_j = a_j sigma'(r_j + b_j) / m,
@@ -25,21 +25,66 @@ from ..errors import TheorykitError
 from .ingredients import Activation, Loss, activation as make_activation, loss as make_loss, lambdify_safe
 
 
+def _is_scalar(spec) -> bool:
+    """A single number: int, float, a NumPy scalar or 0-d array, or a SymPy number (bool is not a number here)."""
+    if isinstance(spec, (bool, np.bool_)):
+        return False
+    if isinstance(spec, sp.Basic):
+        return not isinstance(spec, (sp.MatrixBase, sp.Tuple))
+    return isinstance(spec, (int, float, np.integer, np.floating)) or (isinstance(spec, np.ndarray) and spec.ndim == 0)
+
+
+def _number(it, name: str) -> sp.Expr:
+    """One entry -> an exact SymPy number (floats through their shortest repr: 0.1 -> 1/10); a one-line error else."""
+    if isinstance(it, (bool, np.bool_)):
+        raise TheorykitError(f"--{name}: {it!r} is not a number")
+    if isinstance(it, np.ndarray) and it.ndim == 0:
+        it = it.item()
+    if isinstance(it, sp.Basic):
+        v = it
+    else:
+        try:
+            v = sp.nsimplify(sp.Rational(str(it).strip()))
+        except (TypeError, ValueError, SyntaxError):
+            raise TheorykitError(f"--{name}: {it!r} is not a number") from None
+    if not isinstance(v, sp.Expr) or not v.is_number:
+        raise TheorykitError(f"--{name}: {it!r} is not a number")
+    try:
+        c = complex(v.evalf())
+    except (TypeError, ValueError):
+        raise TheorykitError(f"--{name}: {it!r} is not a number") from None
+    if c.imag != 0 or not np.isfinite(c.real):
+        raise TheorykitError(f"--{name}: {it!r} is not a real finite number")
+    return v
+
+
 def parse_vector(spec, m: int, name: str, default) -> tuple:
-    """'1,-1' or a sequence -> tuple of m SymPy numbers; None -> m copies of default."""
+    """-> tuple of m SymPy numbers.  Accepts a comma-separated string ('1,-1'), a sequence or 1-d array of m numbers,
+    or a single number (int, float, NumPy scalar, SymPy number, or a one-entry string or sequence), which is broadcast
+    to all m entries (the rule of :func:`theorykit._checks.check_vector` too); None -> m copies of default.  Any other
+    entry count than 1 or m, or anything else, is a one-line :class:`TheorykitError`."""
     if spec is None:
         return tuple(sp.Integer(default) for _ in range(m))
-    items = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    if _is_scalar(spec):
+        v = _number(spec, name)
+        return tuple(v for _ in range(m))
+    if isinstance(spec, str):
+        items = [s.strip() for s in spec.split(",")]
+    elif isinstance(spec, np.ndarray):
+        if spec.ndim != 1:
+            raise TheorykitError(f"--{name} must be a number or a vector of m = {m} numbers (got an array of shape "
+                                 f"{spec.shape})")
+        items = list(spec)
+    elif isinstance(spec, (list, tuple, sp.Tuple)) or (isinstance(spec, sp.MatrixBase) and 1 in spec.shape):
+        items = list(spec)
+    else:
+        raise TheorykitError(f"--{name} must be a number, a comma-separated string or a sequence of m = {m} numbers "
+                             f"(got {type(spec).__name__})")
+    if len(items) == 1:
+        items = items * m
     if len(items) != m:
         raise TheorykitError(f"--{name} has {len(items)} entries but the width is m = {m}")
-    out = []
-    for it in items:
-        try:
-            v = sp.nsimplify(sp.Rational(str(it))) if not isinstance(it, sp.Basic) else it
-        except (TypeError, ValueError):
-            raise TheorykitError(f"--{name}: {it!r} is not a number") from None
-        out.append(v)
-    return tuple(out)
+    return tuple(_number(it, name) for it in items)
 
 
 @dataclass(frozen=True)
