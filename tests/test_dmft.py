@@ -266,6 +266,30 @@ def test_cli_json_contract_and_errors():
     assert "C_mu" in out["hard"] and set(out["D_tail"][0]) == {"t", "min", "q1e-5", "q1e-4", "q1e-3"}
     assert set(out["stderr"]) >= {"M", "gram", "train_loss", "test_loss"}
     assert len(out["success_probability"]["values"]) == 4
+    # values, not just keys.  (1) The CLI run is the API run with the same settings, bit for bit (JSON keeps a
+    # float's shortest repr): a mis-parsed or dropped option changes them.
+    r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=3, paths=1024, replicas=2, kernels=True)
+    assert out["t"] == [0, 1, 2, 3]
+    for key, val in (("M", r.M), ("gram", r.gram), ("train_loss", r.train_loss), ("test_loss", r.test_loss)):
+        np.testing.assert_array_equal(out[key], val, err_msg=key)
+        np.testing.assert_array_equal(out["stderr"][key], r.stderr[key], err_msg=key)
+    np.testing.assert_array_equal(out["hard"]["C_mu"], r.C_mu)
+    np.testing.assert_array_equal(out["kernels"]["C_theta"], r.kernels["C_theta"])
+    np.testing.assert_array_equal(out["success_probability"]["values"], r.success_probability(400))
+    # (2) t = 0 is known exactly: Sigma_0 = 1 (gram = C_mu = 1), train = test loss (no data seen yet), and
+    # P(cos^2 > 1/2 at d = 400) = P(chi2_1 > 400) = erfc(sqrt(200)); y = z^2 has no easy direction, so M stays 0
+    # within its Monte-Carlo error (measured: exactly 0 on the symmetric Gauss-Hermite latent rule)
+    assert out["gram"][0] == [[1.0]] and out["hard"]["C_mu"][0] == [[[1.0]]] and out["stderr"]["gram"][0] == [[0.0]]
+    assert out["train_loss"][0] == out["test_loss"][0]
+    assert math.isclose(out["success_probability"]["values"][0], math.erfc(math.sqrt(200.0)), rel_tol=1e-12)
+    assert np.all(np.abs(out["M"]) <= 4 * np.array(out["stderr"]["M"]) + 1e-12)
+    # (3) the t = 0 loss against its closed form E[(z^2 - gelu(w))^2]/2 = (3 - 2 E[gelu] + E[gelu^2])/2, z, w
+    # independent N(0, 1) (200-node Gauss-Hermite: exact to 1e-15) = 1.43052; measured 1.42786 +- 0.0130, 0.2 s.e.
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / math.sqrt(2 * math.pi)
+    gelu = x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) / 2
+    exact0 = (3 - 2 * np.dot(w, gelu) + np.dot(w, gelu * gelu)) / 2
+    assert abs(out["train_loss"][0] - exact0) <= 4 * out["stderr"]["train_loss"][0] + 1e-12
     bad = subprocess.run(cmd[:10] + ["--eta", "0", "--steps", "3"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "eta" in bad.stderr
 
@@ -424,14 +448,17 @@ def test_capture_threshold_bisection_and_bracket_checks():
     threshold inside the returned bracket; an uncaptured hi is refused with a one-line error."""
     from theorykit import capture_threshold
 
-    kw = dict(**PR, delta=11.0, eta=1.0, steps=40, paths=4096, replicas=2, seed=1)
+    kw = dict(**PR, delta=11.0, eta=1.0, steps=40, paths=4096, replicas=2, seed=1, response="stein")
     c = capture_threshold(**kw, lo=0.0, hi=0.4, tol=0.05)
     lo, hi = c["bracket"]
     assert hi - lo <= 0.05 and lo < c["m_star"] < hi
     for m0, cos2 in c["evaluations"]:
         assert (cos2 > 0.5) == (m0 >= hi)
-    # 2048 paths per replica: the replicas' noise on M_T along e is large, and the result says so
+    # 2048 paths per replica with Stein's responses: the replicas' noise on M_T along e is large, and the result says
+    # so; direct Jacobians on the whole batch (the 'auto' choice here) are quieter
     assert c["M_rel_stderr"] > 0.25 and c["noise_limited"] is True
+    quiet = capture_threshold(**{**kw, "response": "auto"}, lo=0.0, hi=0.4, tol=0.05)
+    assert quiet["M_rel_stderr"] < 0.25 and quiet["noise_limited"] is False
     fine = capture_threshold(**kw, lo=0.0, hi=0.4, tol=1e-6, rtol=0.3)  # geometric refinement once lo > 0
     flo, fhi = fine["bracket"]
     assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine["m_star"], math.sqrt(flo * fhi))
@@ -455,6 +482,7 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     import sys
 
     monkeypatch.setattr(sys.modules["theorykit.dmft"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
+    monkeypatch.setattr(sys.modules["theorykit.dmft"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
     assert "re-solved with 'direct'" in r.settings["response_auto"]

@@ -7,7 +7,7 @@ Hermite normalisation
     and sigma = sum_k mu_k He_k / k!.  Examples: x^2 -> (1, 0, 2, 0, ...); GeLU x Phi(x) -> mu_0 = 1/(2 sqrt(pi)),
     mu_1 = 1/2, mu_2 = 3/(4 sqrt(pi)); ReLU -> mu_0 = 1/sqrt(2 pi), mu_1 = 1/2, mu_2 = 1/sqrt(2 pi).
 
-Scalings (THEORY.md section 1)
+Scalings (docs/theory.md §1)
     x_i ~ N(0, I_d), n = delta * d samples; latent z = Theta*^T x with orthonormal Theta* (d x k).
     Network f(x) = (1/m) sum_j a_j sigma(theta_j^T x + b_j); only Theta (d x m) is trained.
     Empirical risk L(Theta) = (1/n) sum_i loss(y_i, f(x_i)) + (ridge/2) ||Theta||_F^2.

@@ -1,4 +1,4 @@
-"""Discrete-time DMFT of full-batch gradient descent (THEORY.md sections 3 and 3b).
+"""Discrete-time DMFT of full-batch gradient descent (docs/theory.md §3, §3.1 and §3.2).
 
 Split Theta^t = Theta* M_t + Theta_perp^t with M_t = Theta*^T Theta^t (k x m).  All kernels are m x m.
 
@@ -24,7 +24,7 @@ On the hard subspace E[zeta u^t] = 0 exactly, so when M_0 has no hard component 
 Predictions: Theta^tT Theta^t -> M_t^T M_t + C_theta(t, t); train loss -> E[l(y, f(r^t))];
 test loss -> E[l(y, f(M_t^T z + w^t))] (w^t ~ N(0, C_theta(t, t)) is independent of z, so the same paths serve).
 
-Hard-direction process (THEORY.md section 3b), one per hard latent direction e (zeta = e^T z): the parameter-side
+Hard-direction process (docs/theory.md §3.2), one per hard latent direction e (zeta = e^T z): the parameter-side
 recursion above with R_u, C_u replaced by R_u^zeta(t, s) = E[zeta^2 D^t J^t_s], C_u^zeta(t, s) = E[zeta^2 u^t u^sT];
 its C_mu(t) = E[mu^t mu^tT] = d E[Theta^tT e e^T Theta^t] to linear order.  It is computed by pathwise tangents
 (:func:`_hard_tangents`), never through estimated R_u^zeta kernels: those estimates (Stein's or sub-batch Jacobians)
@@ -52,11 +52,12 @@ from __future__ import annotations
 import math
 import os
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 
+from . import defaults
 from .errors import TheorykitError
 
 #: |r| or gram entries above this count as divergence
@@ -79,6 +80,9 @@ HARD_RANK = 32
 HARD_RESIDUAL = 4
 #: default memory budget for the response arrays, bytes per replica
 RESPONSE_MEMORY = 1.2e9
+#: response="auto" takes direct Jacobians on the whole batch when they fit in RESPONSE_MEMORY and cost at most this
+#: many multiply-adds per replica ((T+1)^3 m^3 N / 3)
+DIRECT_AUTO_FLOPS = 1e10
 
 
 # ----------------------------------------------------------------------------------------------- schedules
@@ -110,7 +114,7 @@ def flow_schedule(flow_time: float, eta0: float = 0.05, eta_max: float = 1.0, do
 
 # ----------------------------------------------------------------------------------------------- parameter side
 class _ParameterSide:
-    """The linear Gaussian parameter-side process of THEORY.md section 3 (see the module docstring).
+    """The linear Gaussian parameter-side process of docs/theory.md §3 (see the module docstring).
 
     Arrays (t-major): P (T+1, m, m); R (T+1, T+1, m, m) with R[t, s] = R_theta(t, s) (zero for s >= t);
     C (T+1, T+1, m, m) with C[t, s] = C_theta(t, s).  ``advance(t, Ru, Cu)`` fills time t from the kernels of the
@@ -147,7 +151,7 @@ class _ParameterSide:
 # ----------------------------------------------------------------------------------------------- hard process
 def _hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0, rank=HARD_RANK,
                    residual=HARD_RESIDUAL, rng=None, dtype=np.float32):
-    """C_mu(t) = E[mu^t mu^tT] of the linear hard-direction process (THEORY.md section 3b), by pathwise tangents.
+    """C_mu(t) = E[mu^t mu^tT] of the linear hard-direction process (docs/theory.md §3.2), by pathwise tangents.
 
     The process  mu^{t+1} = (1 - eta_t lambda) mu^t - eta_t sum_{s<=t} R_u^zeta(t, s) mu^s - (eta_t / delta) G^t,
     mu^0 ~ N(0, Sigma_0), G ~ GP(0, delta C_u^zeta), is linear in (mu^0, G).  Its kernel is never formed: for a
@@ -357,6 +361,38 @@ def _curvature_range(der, m: int):
     return ev[:, 0], ev[:, -1]
 
 
+def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Equal-time Dirac terms of D^t on every path, averaged over the newest innovation (docs/theory.md §3.1).
+
+    sigma'' has the Dirac terms J_k delta(x - x_k) at its kinks, so D(r, y) has
+    diag_j (a_j / m) l'(y, f(r)) sum_k J_k delta(r_j + b_j - x_k).  Given the past, r^t = c + L(t, t) xi^t with
+    xi^t ~ N(0, I_m), so r^t ~ N(c, Sigma), Sigma = L(t, t) L(t, t)^T, and
+        E[l'(y, f(r)) delta(r_j - v) | past] = phi((v - c_j) / s_j) / s_j * E[l'(y, f(r)) | r_j = v, past],
+    s_j^2 = Sigma_jj, v = x_k - b_j.  The conditional expectation is estimated by the path's own sample moved onto
+    the kink, r' = r - Sigma[:, j] / Sigma_jj (r_j - v), which has exactly the conditional law (Gaussian regression;
+    for m = 1, r' = v).  r, xi (m, N); returns kappa (N, m) with kappa[n, j] the path's weight of delta terms."""
+    m, N = r.shape
+    Sig = Ltt @ Ltt.T
+    c = r - Ltt @ xi
+    out = np.zeros((N, m))
+    for j in range(m):
+        s2 = float(Sig[j, j])
+        if not s2 > 1e-24:
+            raise TheorykitError("the innovation of a pre-activation vanishes (Sigma0 or C_theta singular along it): "
+                                 "the DMFT cannot resolve the kink of the activation there; give Sigma0 positive "
+                                 "definite")
+        sd = math.sqrt(s2)
+        beta = Sig[:, j] / s2
+        for xk, Jk in zip(kinks.points, kinks.jumps):
+            v = xk - float(net.b[j])
+            dens = np.exp(-0.5 * ((v - c[j]) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+            rk = r - beta[:, None] * (r[j] - v)[None, :]
+            rk[j] = v
+            l1 = net.loss.numpy(y, net.output(rk.T))[1]
+            out[:, j] += (float(net.a[j]) * Jk / m) * dens * l1
+    return out
+
+
 def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`)."""
@@ -381,6 +417,8 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     Ru = np.zeros((T + 1, T + 1, m, m))
     Cu = np.zeros((T + 1, T + 1, m, m))
     Cu_h = np.zeros((kH, T + 1, T + 1, m, m))  # E[zeta_j^2 u^t u^sT], the hard process' noise covariance
+    kinked_hard = kH > 0 and (bool(net.activation.kinks) or net.loss.derivative_jumps)
+    Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard else None  # R_u^zeta by Stein (kinks only)
     Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
     M = np.zeros((T + 1, k, m))
     M[0] = M0
@@ -405,6 +443,8 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     repairs = 0
     diverged = None
     jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)
+    kinks = net.activation.kinks  # where sigma' jumps (docs/theory.md §3.1)
+    loss_jumps = net.loss.derivative_jumps
     import scipy.linalg as sla
 
     for t in range(T + 1):
@@ -466,8 +506,6 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
                                                         batch.weight, [1 - 1e-4])[0]
                 break
         if not alive.all():
-            from dataclasses import replace
-
             H[:t, m:, ~alive] = 0.0
             dmin, dmax = np.where(alive, dmin, 0.0), np.where(alive, dmax, 0.0)
             der = replace(der, **{name: np.where(alive if np.ndim(getattr(der, name)) == 1 else alive[:, None],
@@ -486,7 +524,10 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         ut = H[t, m:]
         uc = ut.reshape(m, P_node, Qn)
         uc = ((uc - uc.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
-        V = np.concatenate([ut * c for c in cs] + ([uc * wt] if response == "stein" else []))
+        # with a kink, the hard process' responses R_u^zeta(t, s) also come from Stein's lemma (rows 2 + kH + j)
+        hard_stein = kinked_hard and response == "stein"
+        V = np.concatenate([ut * c for c in cs] + ([uc * wt] if response == "stein" else [])
+                           + ([uc * (wt * zeta2[:, j]) for j in range(kH)] if hard_stein else []))
         E = (V @ H[:t + 1].reshape((t + 1) * 2 * m, N).T).reshape(-1, m, t + 1, 2 * m)
         for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
             target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
@@ -495,8 +536,37 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
         tails[t, 0] = float(np.min(dmin[wt > 0]))
         tails[t, 1:] = _weighted_quantiles(dmin, wt, TAIL_LEVELS)
         dtop[t] = _weighted_quantiles(dmax, wt, [1 - 1e-4])[0]
+        # ---- kinks (docs/theory.md §3.1): D above is the finite-n (almost-sure) curvature; the responses need the
+        # Dirac terms of sigma''.  Their equal-time part is exact: averaged over the newest innovation xi^t, whose
+        # conditional law given the past is known on every path.  kappa (N, m) is added to curv for the responses.
+        Ltt = L[tm:tm + m, tm:tm + m]
+        if kinks:
+            kappa = _kink_weights(net, kinks, r=rs, xi=H[t, :m], Ltt=Ltt, y=y)
+            kappa[~alive] = 0.0
+            der = replace(der, curv=der.curv + kappa)
         Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
         Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
+        if loss_jumps:
+            # l' jumps in yhat: the Dirac part sits on a surface f(r) = kink(y); Stein's lemma on the newest innovation
+            # needs no location: E[u^t xi^tT] = E[du^t/dr^t] L(t, t) (u centred within latent nodes as below)
+            ut_ = H[t, m:]
+            uc_ = ut_.reshape(m, P_node, Qn)
+            uc_ = ((uc_ - uc_.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
+            Ru[t, t] = sla.solve_triangular(Ltt, ((uc_ * wt) @ H[t, :m].T).T, lower=True, trans="T",
+                                            check_finite=False).T
+        if kinked_hard:
+            # R_u^zeta(t, s) = E[zeta^2 du^t/dw^s]: equal time as R_u(t, t) (zeta^2 is a function of z, fixed on a
+            # path), older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t} R_u^zeta(t, s') L(s', s)
+            for j in range(kH):
+                if loss_jumps:
+                    Ru_h[j, t, t] = sla.solve_triangular(Ltt, ((uc_ * (wt * zeta2[:, j])) @ H[t, :m].T).T,
+                                                         lower=True, trans="T", check_finite=False).T
+                else:
+                    Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
+                if t:
+                    Gz = E[2 + kH + j, :, :t, :m].reshape(m, tm) - Ru_h[j, t, t] @ L[tm:tm + m, :tm]
+                    Ru_h[j, t, :t] = sla.solve_triangular(L[:tm, :tm], Gz.T, lower=True, trans="T",
+                                                          check_finite=False).T.reshape(m, t, m).transpose(1, 0, 2)
         if kH:
             Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
         if response == "stein":
@@ -554,6 +624,17 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     C_mu = np.zeros((S, kH, m, m))
     hard_info = []
     for j in range(kH):
+        if kinked_hard:
+            # the linear hard process on Stein kernels: the parameter-side recursion with R_u^zeta, C_u^zeta
+            ph = _ParameterSide(T, m, Sigma0, etas, delta, ridge)
+            C_init = np.zeros((S, m, m))
+            for t_ in range(S):
+                ph.advance(t_, Ru_h[j], Cu_h[j])
+                C_mu[t_, j] = ph.C[t_, t_]
+                C_init[t_] = ph.P[t_] @ Sigma0 @ ph.P[t_].T
+            hard_info.append({"rank": 0, "residual_drives": 0, "exact_fraction": 1.0, "ess": np.full(S, np.nan),
+                              "C_init": C_init})
+            continue
         zeta = z @ hard_basis[:, j]
         C_mu[:, j], info = _hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
         hard_info.append(info)
@@ -574,16 +655,35 @@ def _solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_arg
     return out
 
 
+def _kink_settings(net, response: str, window: int):
+    """How the Dirac terms of a kinked activation or loss entered the solve (docs/theory.md §3.1), or None."""
+    kinks, jumps = net.activation.kinks, net.loss.derivative_jumps
+    if not kinks and not jumps:
+        return None
+    exact_lags = response == "stein" and not window
+    out = {"activation": (kinks.as_dict() if kinks else None), "loss_derivative_jumps": bool(jumps),
+           "equal_time": ("R_u(t, t) by Stein's lemma on the newest innovation" if jumps else
+                          "R_u(t, t): Dirac terms averaged over the newest innovation (exact per path)"),
+           "lags": ("R_u(t, s < t) by Stein's lemma (exact with kinks)" if exact_lags else
+                    "R_u(t, s < t) from propagated Jacobians whose earlier Dirac terms are averaged over their "
+                    "innovation (an approximation: a jump of u is linearised)"),
+           "hard_process": "R_u^zeta(t, s) by Stein's lemma (equal time as R_u(t, t)) and the parameter-side "
+                           "recursion instead of pathwise tangents (which cannot carry a jump of u)"}
+    out["exact"] = bool(exact_lags)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- capture
 def _hard_basis(lk) -> np.ndarray:
-    """(k, kH) orthonormal basis of the link's hard latent subspace (THEORY.md section 2)."""
+    """(k, kH) orthonormal basis of the link's hard latent subspace (docs/theory.md §2)."""
     from .symbolic.links import analyse_link
 
     return np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
 
 
 def capture_threshold(activation, link, loss="square", width: int = 1, *, delta: float, eta: float, steps: int,
-                      lo: float = 0.0, hi: float = 1.0, tol: float = 1e-3, rtol: float = 0.1, **kw) -> dict:
+                      lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
+                      rtol: float = defaults.CAPTURE_RTOL, **kw) -> dict:
     """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
     first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol or hi <= (1 + rtol) lo.
 
@@ -679,7 +779,7 @@ class DMFTResult:
 
     t (T+1,), time (T+1,) flow time sum_{s<t} eta_s; M (T+1, k, m); gram (T+1, m, m) = M^T M + C_theta(t, t);
     train_loss, test_loss (T+1,); C_theta_tt (T+1, m, m); C_mu (T+1, kH, m, m) = d E[Theta^T e e^T Theta] per hard
-    direction e (THEORY 3b); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest eigenvalue of
+    direction e (docs/theory.md §3.2); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest eigenvalue of
     D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
     as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
     hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
@@ -712,9 +812,10 @@ class DMFTResult:
     bias: Optional[dict] = None
     C_mu_init: Optional[np.ndarray] = None
     v_eff: Optional[np.ndarray] = None
+    problem: Optional[object] = None  # the theorykit.Problem solved (None if the ingredients have no spec string)
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
-        """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (THEORY.md section 3b).
+        """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (docs/theory.md §3.2).
 
         To linear order Theta^T e = mu / sqrt(d) with mu ~ N(0, C_mu(t)) and the complement's Gram C_theta(t, t);
         for m = 1 this is P(chi2_1 > d C_theta(t, t) / C_mu(t)) (exact); for m > 1 the cos^2 between e and the top
@@ -755,7 +856,7 @@ class DMFTResult:
     def capture_prediction(self, d: int, capture, t_match: Optional[int] = None) -> CapturePrediction:
         """Matched finite-d prediction (m = 1): P(GD at dimension d captures the hard direction by the horizon).
 
-        The linear process (THEORY.md section 3b) is trusted up to ``t_match`` (default: ``hard_reliable_until``);
+        The linear process (docs/theory.md §3.2) is trusted up to ``t_match`` (default: ``hard_reliable_until``);
         there mu^t = P_t mu_eff with an effective initial overlap mu_eff ~ N(0, v/d), v = v_eff(t) = d Var(mu^t)/P_t^2
         = C_mu(t) Sigma_0 / C_mu_init(t) (noise-driven growth counted in units of initial overlap).  The nonlinear
         DMFT started from an initial hard overlap m0 grows like P_t m0 in the same linear regime and reaches
@@ -825,6 +926,7 @@ class DMFTResult:
                      "v_eff_stderr": (None if self.v_eff is None else np.asarray(self.stderr["v_eff"]).tolist())},
             "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
             "diverged_at": self.diverged_at,
+            "problem": (None if self.problem is None else self.problem.to_dict()),
         }
         if self.kernels is not None:
             out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernels.items()}
@@ -855,37 +957,63 @@ def _matrix(v, shape, name, default):
     return a
 
 
-def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta: float, eta=None,
-         steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None, paths: int = 20000,
-         replicas: int = 8, latent: str = "auto", order: Optional[int] = None, response_paths: Optional[int] = None,
-         jitter: float = 1e-10, sampler: str = "sobol", response: str = "auto", window: int = 0, seed: int = 0,
+def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None, delta: Optional[float] = None,
+         eta=None,
+         steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None,
+         paths: int = defaults.DMFT_PATHS,
+         replicas: int = defaults.DMFT_REPLICAS, latent: str = defaults.DMFT_LATENT, order: Optional[int] = None, response_paths: Optional[int] = None,
+         jitter: float = defaults.DMFT_JITTER, sampler: str = defaults.DMFT_SAMPLER,
+         response: str = defaults.DMFT_RESPONSE, window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED,
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
-         bias_check: bool = False) -> DMFTResult:
-    """Solve the discrete-time DMFT (THEORY.md section 3) and the hard-direction process (section 3b).
+         bias_check="auto") -> DMFTResult:
+    """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
     delta > 0.  Steps: ``eta`` (> 0) and ``steps`` (>= 0) for constant-step GD, or ``schedule`` (an array of step
     sizes eta_t, e.g. from :func:`flow_schedule`).  ridge >= 0.  Sigma0 (m x m, default I) and M0 (k x m, default 0)
     give the initial law theta^0 ~ N(0, Sigma0), M_0 = M0.
-    paths: total number of sample paths over all replicas; replicas (>= 2): independent solves whose spread gives
-    every standard error.  The spread does not show two things (measured, tables/dmft_dscan.md and the notes of
-    tables/dmft_vs_sim.md): a bias of order replicas/paths, because the noise of R_u enters C_theta quadratically
-    (GeLU, easy link, delta = 4, train loss at t = 50 against 2^20 paths: -5.3% with 32768 paths, -0.8 +- 0.5% with
-    65536, +0.2 +- 0.1% with 2^21), and the right skew of replicas where rare paths carry the result (long times with
-    unbounded-below D, e.g. y = z^2): compare two path counts before quoting 1%-level numbers.  latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
+    paths: total number of sample paths over all replicas (default ``defaults.DMFT_PATHS``, the CLI's too);
+    replicas (>= 2): independent solves whose spread gives the standard errors.  Two things the spread alone does not
+    show: a finite-path bias, because the noise of the estimated R_u enters C_theta quadratically (it is large for
+    Stein's estimator, small for direct Jacobians on the whole batch), and the right skew of replicas where rare
+    paths carry the result (long times with unbounded-below D, e.g. y = z^2).  Hence the defaults: response="auto"
+    takes direct Jacobians on the whole batch whenever they fit (memory RESPONSE_MEMORY, cost DIRECT_AUTO_FLOPS),
+    and bias_check="auto" is on whenever Stein's estimator is used, so that the reported standard error includes
+    the estimated bias.  latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
     default 32 in 1-D and 16 in 2-D), "monte-carlo" or "auto"; response_paths: paths per replica carrying the
-    response functions with response="direct" (default: as many as fit in ~1.2 GB); response: "stein" (R_u from
-    Stein's lemma on the whole batch, O(t) per path per step) or "direct" (Jacobians propagated on a response batch,
-    O(t^2)); sampler: "sobol" (scrambled QMC paths) or "random"; window: with response "stein", the last ``window``
-    lags come exactly from per-path Jacobians on the whole batch and only older lags from Stein's lemma (0: all by
-    Stein).  ``response`` and ``window`` concern R_u; the hard process C_mu always uses pathwise tangents on the
-    whole batch (:func:`_hard_tangents`).  jitter: relative diagonal jitter of the Cholesky factor; seed: replica r
-    uses SeedSequence(seed).spawn(replicas)[r]; processes: parallel replicas (default min(replicas, CPUs)); kernels:
-    keep the full two-time kernels.  bias_check: also solve ``replicas`` more replicas with half the paths each (1.5x
-    the cost) and report ``bias`` = (their mean) - (the reported mean), the estimated finite-path bias of every output
-    if it scales like 1/paths, with its standard error.  Returns a :class:`DMFTResult`.
+    response functions with response="direct" (default: the whole batch if it fits in RESPONSE_MEMORY, else as many
+    as fit); response: "auto", "stein" (R_u from Stein's lemma on the whole batch, O(t) per path per step) or
+    "direct" (Jacobians propagated on a response batch, O(t^2)); with a kinked activation or loss only "stein" is
+    exact and "auto" chooses it (docs/theory.md §3.1); sampler: "sobol" (scrambled QMC paths) or "random"; window:
+    with response "stein", the last ``window`` lags come exactly from per-path Jacobians on the whole batch and only
+    older lags from Stein's lemma (0: all by Stein).  ``response`` and ``window`` concern R_u; the hard process C_mu
+    uses pathwise tangents on the whole batch (:func:`_hard_tangents`), or Stein kernels with a kink.  jitter:
+    relative diagonal jitter of the Cholesky factor; seed: replica r uses SeedSequence(seed).spawn(replicas)[r];
+    processes: parallel replicas (default min(replicas, CPUs)); kernels: keep the full two-time kernels.
+    bias_check (True, False or "auto"): also solve ``replicas`` more replicas with half the paths each (1.5x the
+    cost); ``bias`` = (their mean) - (the reported mean) estimates the finite-path bias of M, gram, the losses,
+    C_theta_tt and C_mu if it scales like 1/paths, and their ``stderr`` becomes sqrt(replica stderr^2 + bias^2)
+    (the replica part alone in ``bias["replica_stderr"]``).  Returns a :class:`DMFTResult`.
     """
+    from .problem import Problem
+
+    if isinstance(activation, Problem):
+        # dmft(problem, paths=..., ...): the Problem's fields are the model, delta, ridge, steps and initial law
+        pr = activation
+        given = [k for k, v in (("link", link), ("a", a), ("b", b), ("delta", delta), ("eta", eta), ("steps", steps),
+                                ("schedule", schedule), ("Sigma0", Sigma0), ("M0", M0)) if v is not None]
+        if given or loss != "square" or width != 1 or ridge != 0.0:
+            raise TheorykitError(f"dmft(problem, ...): {(given or ['loss, width or ridge'])[0]} is part of the "
+                                 "Problem; use problem.replace(...)")
+        activation, link, loss, width = pr.activation, pr.link, pr.loss, pr.width
+        a, b, delta, ridge = pr.a, pr.b, pr.delta, pr.ridge
+        eta, steps, schedule = pr.eta, pr.steps, pr.schedule
+        Sigma0 = None if pr.Sigma0 is None else pr.Sigma0_matrix
+        M0 = None if pr.M0 is None else pr.M0_matrix
+    elif link is None or delta is None:
+        raise TheorykitError("dmft: give a Problem, or activation, link and delta (keyword form)")
     call = dict(locals())  # the arguments, for the 'auto' response's fallback below
+    call.pop("Problem", None), call.pop("pr", None), call.pop("given", None)
     from .simulate import _Progress, _check_int, _check_number
     from .symbolic.ingredients import link as make_link
     from .symbolic.network import Network
@@ -918,6 +1046,11 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
     M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
     hard_basis = _hard_basis(lk)
+    kinks = net.activation.kinks
+    if kinks.discontinuities:
+        raise TheorykitError(f"the activation {net.activation.name!r} jumps at x = "
+                             f"{', '.join(f'{v:.6g}' for v in kinks.discontinuities)}: its D would carry derivatives "
+                             "of Dirac terms, which the DMFT does not handle (use a continuous activation)")
 
     nlat = k + (1 if lk.noisy else 0)
     latent_auto = None
@@ -943,7 +1076,35 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
         # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
         # blew up at step 27-29 while direct Jacobians ran to t = 300.
-        response = "stein" if float(np.min(etas)) >= STEIN_MIN_ETA else "direct"
+        # Stein's noise also biases C_theta (it enters quadratically): on the linear model's exact limit
+        # (docs/theory.md §3, theorykit.linear_gd) Stein at 20000 paths had the test loss 9% low, direct Jacobians on
+        # the whole batch were within their standard error.  So direct whenever the whole batch fits.
+        per_rep = max(1, paths // replicas)
+        if latent == "gauss-hermite":
+            Q_ = (order or (32 if nlat == 1 else 16)) ** nlat
+            n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
+        else:
+            n_est = 1 << int(math.log2(max(per_rep, 1)))
+        whole = (not window and n_est * (T + 1) ** 2 * m * m * 4 <= RESPONSE_MEMORY
+                 and (T + 1) ** 3 / 3 * m ** 3 * n_est <= DIRECT_AUTO_FLOPS)
+        response = "direct" if whole or float(np.min(etas)) < STEIN_MIN_ETA else "stein"
+        if whole:
+            response_paths = None
+    kinked = bool(kinks) or net.loss.derivative_jumps
+    if kinked:
+        # Propagated Jacobians cannot carry a jump of u = F(r, y) (the chain rule through a jump is not defined; with
+        # the Dirac terms averaged over their innovation the Gram came out 9.6% high at t = 6 for ReLU, a = (1, -1),
+        # delta = 3): Stein's lemma is exact for any kink (docs/theory.md §3.1).
+        if not auto and (response == "direct" or window):
+            raise TheorykitError(f"response={response!r}{f' with window={window}' if window else ''} cannot carry the "
+                                 "Dirac terms of a kinked activation or loss; use response='stein' (or 'auto') "
+                                 "with window=0")
+        response, window = "stein", 0
+    if bias_check == "auto":
+        # Stein's noise biases C_theta (quadratically); direct Jacobians on the whole batch are within their error
+        bias_check = response == "stein"
+    if not isinstance(bias_check, (bool, np.bool_)):
+        raise TheorykitError(f"bias_check must be True, False or 'auto', got {bias_check!r}")
     if response == "stein":
         response_paths = 1  # no response batch is propagated
     if sampler not in ("sobol", "random"):
@@ -1037,6 +1198,11 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
             mh, eh = stack(key, group=halves)
             bias[key] = mh - mean[key]
             bias["stderr"][key] = np.sqrt(eh ** 2 + err[key] ** 2)
+        # the reported uncertainty covers the finite-path bias: the estimate enters the standard error in quadrature
+        # (replica spread alone: bias["replica_stderr"])
+        bias["replica_stderr"] = {key: err[key].copy() for key in bias["stderr"]}
+        for key in bias["stderr"]:
+            err[key] = np.sqrt(err[key] ** 2 + bias[key] ** 2)
     if hard_basis.shape[1] and m == 1:
         # v_eff = C_mu Sigma_0 / C_mu_init (first hard direction): ratio of replica means, jackknife standard error
         num = np.stack([r["C_mu"][:S, 0, 0, 0] for r in results])
@@ -1081,7 +1247,10 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
                 else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
         diverged_at = {"step": int(step), "hint": (
             f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}")}
-        if auto and response == "stein" and stable and excl <= EXCLUDED_LIMIT:
+        if kinked and stable and excl <= EXCLUDED_LIMIT:
+            cause += ("; with a kinked activation or loss only Stein's responses are exact (no fallback to 'direct'): "
+                      "raise paths, or use larger steps")
+        if auto and not kinked and response == "stein" and stable and excl <= EXCLUDED_LIMIT:
             # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
             # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
             # 31, direct ran to t = 150)
@@ -1117,10 +1286,16 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight is "
                     f"their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
         "jitter": jitter, "sampler": sampler, "response": response,
-        "response_auto": (f"chosen by the smallest step (stein if >= {STEIN_MIN_ETA:g})" if auto else None),
+        "response_auto": ((f"direct Jacobians on the whole batch when they fit (memory {RESPONSE_MEMORY:g} B, "
+                           f"{DIRECT_AUTO_FLOPS:g} multiply-adds per replica), else stein if the smallest step is >= "
+                           f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not kinked else
+                           "stein: the only estimator exact with a kinked activation or loss") if auto else None),
+        "kinks": _kink_settings(net, response, window),
         "window": (window if response == "stein" else None), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
         "processes": procs,
-        "stderr": "std over independent replicas / sqrt(replicas); outputs are replica means",
+        "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not bias_check else
+                   "sqrt(replica stderr^2 + bias^2): the replica spread and the estimated finite-path bias (bias_check) "
+                   "in quadrature; outputs are replica means"),
         "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
         "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
                                "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
@@ -1133,7 +1308,14 @@ def dmft(activation, link, loss="square", width: int = 1, *, a=None, b=None, del
         "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
                   "(replica means) of the quadrature x Monte-Carlo measure",
     }
-    return DMFTResult(
+    try:
+        problem = Problem(activation, link, loss, width, a=a, b=b, delta=delta, ridge=ridge,
+                          eta=(None if schedule is not None else eta), steps=(None if schedule is not None else steps),
+                          schedule=(None if schedule is None else tuple(float(v) for v in etas)), Sigma0=Sigma0,
+                          M0=M0)
+    except TheorykitError:
+        problem = None  # e.g. an ingredient object whose name does not rebuild it
+    return DMFTResult(problem=problem,
         status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,

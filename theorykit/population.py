@@ -1,4 +1,4 @@
-"""Population (fresh-sample, d -> infinity) test loss of a two-layer network (THEORY.md sections 1 and 3).
+"""Population (fresh-sample, d -> infinity) test loss of a two-layer network (docs/theory.md §1 and §3).
 
 For a network with weights Theta (d x m) and a target with latent frame Theta* (d x k, orthonormal), a fresh sample
 x ~ N(0, I_d) has latent z = Theta*^T x ~ N(0, I_k) and pre-activations

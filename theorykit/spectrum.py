@@ -1,4 +1,4 @@
-"""The finite-d Hessian of the empirical risk and its bottom eigenpairs (THEORY.md sections 4 and 7).
+"""The finite-d Hessian of the empirical risk and its bottom eigenpairs (docs/theory.md §4 and §7).
 
 For L(Theta) = (1/n) sum_i loss(y_i, f(Theta^T x_i)) + (ridge/2) ||Theta||_F^2, with Theta in R^{d x m},
 
@@ -29,7 +29,7 @@ residuals when the wanted eigenvalues are near zero).  What makes it fast:
   the convergence test on float64 residuals.  float32 products carry errors ~1e-7 ||H||: if tol asks for more
   (tol < TOL32), float64 Lanczos continues from there;
 * the start block (3k + 2 columns, wider than the later blocks of max(k, 8)) holds the single-sample spike vectors
-  x_i (x) u_i (THEORY.md section 5: the negative end of H is made of such spikes); they capture ~70-90% of each of
+  x_i (x) u_i (docs/theory.md §4: the negative end of H is made of such spikes); they capture ~70-90% of each of
   the 10 bottom eigenvectors in the benchmark problem.
 
 Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, tol = 1e-8,
@@ -300,7 +300,7 @@ class _Operator:
 
     def spike_start(self, count: int) -> np.ndarray:
         """Start vectors x_i (x) u_i for the samples whose single-sample spike lambda_min(D_i) |x_i|^2 / n is lowest
-        (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (THEORY.md section 5)."""
+        (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (docs/theory.md §4)."""
         D = self.D
         if self.m == 1:
             lam_min = D[:, 0, 0]
@@ -574,7 +574,7 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
     block_size (default max(k, 8)), max_matvecs (default max(5000, 2 md)) and seed (random part of the
     start block) tune the Lanczos run.  The start block holds single-sample spike vectors x_i (x) u_i (lowest
     lambda_min(D_i) |x_i|^2, u_i the bottom eigenvector of D_i; the negative end of H is made of such spikes,
-    THEORY.md section 5) and two random vectors, 3k + 2 columns in all.
+    docs/theory.md §4) and two random vectors, 3k + 2 columns in all.
     mixed_precision (default: on when n d >= 10^6): the Krylov phase uses float32 products (about 2x faster) down to
     the tolerance, then one float64 product on the lowest Ritz vectors, a float64 Rayleigh-Ritz and the convergence
     test above on float64 residuals (float64 Lanczos continues if it fails, e.g. for tol < 1e-10, below float32's

@@ -1,23 +1,24 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response auto|stein|direct] [--kernels] [--bias-check] [--predict-d D] [--capture D [D ...]] [--capture-hi H]
+[--response auto|stein|direct] [--kernels] [--bias-check auto|on|off] [--predict-d D] [--capture D [D ...]] [--capture-hi H]
 [--progress] [--json]
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
---kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (with --bias-check), settings,
+--kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (when the bias check ran: with Stein's responses, or --bias-check on), settings,
 seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
 M_rel_stderr, noise_limited, predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr,
 noise_limited, how}]} with --capture).
 """
 import sys
 
+from .. import defaults
 from .derive import add_network_arguments
 
 
 def add_parser(sub):
-    p = sub.add_parser("dmft", help="DMFT of gradient descent (THEORY.md sections 3 and 3b), with standard errors")
+    p = sub.add_parser("dmft", help="DMFT of gradient descent (docs/theory.md §3 and §3.2), with standard errors")
     add_network_arguments(p, loss_required=False)
     p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
     p.add_argument("--delta", type=float, required=True, help="samples per dimension n/d")
@@ -25,28 +26,37 @@ def add_parser(sub):
     p.add_argument("--steps", type=int, default=None, help="number of GD steps T (with --eta)")
     p.add_argument("--flow-time", type=float, default=None,
                    help="gradient-flow mode: total time sum(eta_t) on a non-uniform grid (instead of --eta/--steps)")
-    p.add_argument("--eta0", type=float, default=0.05, help="flow mode: first step size (default 0.05)")
-    p.add_argument("--eta-max", type=float, default=1.0, help="flow mode: largest step size (default 1)")
-    p.add_argument("--doubling-every", type=int, default=40, help="flow mode: steps between doublings (default 40)")
-    p.add_argument("--paths", type=int, default=65536, help="sample paths in total over all replicas")
-    p.add_argument("--replicas", type=int, default=8, help="independent solves giving the standard errors")
-    p.add_argument("--ridge", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--latent", default="auto", choices=["auto", "gauss-hermite", "monte-carlo"])
+    p.add_argument("--eta0", type=float, default=defaults.FLOW_ETA0,
+                   help=f"flow mode: first step size (default {defaults.FLOW_ETA0:g})")
+    p.add_argument("--eta-max", type=float, default=defaults.FLOW_ETA_MAX,
+                   help=f"flow mode: largest step size (default {defaults.FLOW_ETA_MAX:g})")
+    p.add_argument("--doubling-every", type=int, default=defaults.FLOW_DOUBLING_EVERY,
+                   help=f"flow mode: steps between doublings (default {defaults.FLOW_DOUBLING_EVERY})")
+    p.add_argument("--paths", type=int, default=defaults.DMFT_PATHS,
+                   help=f"sample paths in total over all replicas (default {defaults.DMFT_PATHS})")
+    p.add_argument("--replicas", type=int, default=defaults.DMFT_REPLICAS,
+                   help=f"independent solves giving the standard errors (default {defaults.DMFT_REPLICAS})")
+    p.add_argument("--ridge", type=float, default=defaults.RIDGE, help="ridge lambda (default 0)")
+    p.add_argument("--seed", type=int, default=defaults.DMFT_SEED, help="seed of the replicas' random streams")
+    p.add_argument("--latent", default=defaults.DMFT_LATENT, choices=["auto", "gauss-hermite", "monte-carlo"],
+                   help="how the latent (z, eps) is integrated (auto: Gauss-Hermite when it is accurate)")
     p.add_argument("--order", type=int, default=None, help="Gauss-Hermite nodes per latent dimension")
-    p.add_argument("--sampler", default="sobol", choices=["sobol", "random"])
-    p.add_argument("--response", default="auto", choices=["auto", "stein", "direct"],
-                   help="response estimator: Stein's lemma (eta >= 0.25) or propagated Jacobians (auto picks)")
+    p.add_argument("--sampler", default=defaults.DMFT_SAMPLER, choices=["sobol", "random"],
+                   help="paths of the Gaussian field: scrambled Sobol (default) or i.i.d.")
+    p.add_argument("--response", default=defaults.DMFT_RESPONSE, choices=["auto", "stein", "direct"],
+                   help="response estimator: auto takes direct Jacobians on the whole batch when they fit, else "
+                        "Stein's lemma (eta >= 0.25); Stein only with a kinked activation or loss")
     p.add_argument("--kernels", action="store_true", help="include the two-time kernels in the output")
-    p.add_argument("--bias-check", action="store_true",
-                   help="also solve as many replicas with half the paths and report the finite-path bias ('bias')")
+    p.add_argument("--bias-check", default="auto", choices=["auto", "on", "off"],
+                   help="also solve as many replicas with half the paths, report the finite-path bias ('bias') and "
+                        "include it in the standard errors (auto: on with Stein's responses)")
     p.add_argument("--predict-d", type=int, default=None,
-                   help="also give the predicted probability of hard overlap > 1/2 at this d (THEORY 3b)")
+                   help="also give the predicted probability of hard overlap > 1/2 at this d (docs/theory.md §3.2)")
     p.add_argument("--capture", type=int, nargs="+", default=None, metavar="D",
                    help="also give the matched finite-d probability of capturing the hard direction by --steps at "
                         "these d (m = 1; runs capture_threshold: ~10 more DMFT solves)")
-    p.add_argument("--capture-hi", type=float, default=0.5,
-                   help="largest initial hard overlap tried by capture_threshold (default 0.5)")
+    p.add_argument("--capture-hi", type=float, default=defaults.CAPTURE_HI,
+                   help=f"largest initial hard overlap tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
 
@@ -69,7 +79,7 @@ def run(args) -> dict:
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
                ridge=args.ridge, paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
                sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
-               bias_check=args.bias_check,
+               bias_check={"auto": "auto", "on": True, "off": False}[args.bias_check],
                progress=progress, **step)
     out = res.as_dict()
     if args.predict_d is not None:
@@ -106,7 +116,7 @@ def text(r) -> str:
                      f"{r['D_tail'][i]['min']:>9.3g}")
     if s["hard_dim"]:
         cm = r["hard"]["C_mu"][T - 1][0]
-        lines.append(f"hard process C_mu(t = {r['t'][-1]}) = {cm} (d E[Theta^T e e^T Theta], THEORY 3b)")
+        lines.append(f"hard process C_mu(t = {r['t'][-1]}) = {cm} (d E[Theta^T e e^T Theta], docs/theory.md §3.2)")
         ru = r["hard"]["reliable_until"]
         if ru is not None and ru < r["t"][-1]:
             lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): the linear hard "

@@ -1,4 +1,4 @@
-"""Exact t = 0 and t = 1 quantities of the discrete-time DMFT (THEORY.md section 3) for polynomial models.
+"""Exact t = 0 and t = 1 quantities of the discrete-time DMFT (docs/theory.md §3) for polynomial models.
 
 For a polynomial activation sigma, a polynomial loss l(y, yhat) (the 'square' preset l = (y - yhat)^2 / 2 is the
 case of interest) and a polynomial link y = h(z, eps) (eps ~ N(0, 1), optional), every quantity of the first two
@@ -22,7 +22,7 @@ steps of the DMFT is the expectation of a polynomial in jointly Gaussian variabl
 The network is :class:`theorykit.Network`: its ``F_expr``, ``D_expr`` and ``f_expr`` are used as they are (the loss
 enters through its coefficients as a polynomial in yhat, ``Network.loss.expr``).
 
-Equations (THEORY.md section 3, the first two steps; ridge lambda optional, default 0)::
+Equations (docs/theory.md §3, the first two steps; ridge lambda optional, default 0)::
 
     t = 0:  r^0 = M_0^T z + w^0,  w^0 ~ N(0, Sigma_0) independent of (z, eps),  y = h(z, eps)
             u^0 = F(r^0, y),  D^0 = D(r^0, y)
@@ -74,7 +74,7 @@ __all__ = ["dmft_closed_form", "ClosedFormDMFT"]
 
 @dataclass(frozen=True)
 class ClosedFormDMFT:
-    """Exact DMFT quantities at t = 0 and t = 1 (THEORY.md section 3); see the module docstring for the equations.
+    """Exact DMFT quantities at t = 0 and t = 1 (docs/theory.md §3); see the module docstring for the equations.
 
     Matrices are SymPy ``Matrix`` objects (k x m for Ezu0, Ezu1, M0, M1, M2; m x m for the kernels and grams), the
     losses SymPy expressions.  ``P1 = (1 - eta ridge) I - eta R_u(0,0)``; ``C_theta10 = C_theta(1,0) = P1 Sigma_0``
@@ -466,7 +466,7 @@ def _transpose(A):
 # ------------------------------------------------------------------------------------------------ entry point
 def dmft_closed_form(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta, eta, ridge=0,
                      Sigma0=None, M0=None) -> ClosedFormDMFT:
-    """Exact DMFT quantities at t = 0, 1 for polynomial sigma, loss and link (THEORY.md section 3).
+    """Exact DMFT quantities at t = 0, 1 for polynomial sigma, loss and link (docs/theory.md §3).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network` (polynomial sigma and loss only; a, b numbers,
     exact SymPy numbers such as sqrt(2) allowed);

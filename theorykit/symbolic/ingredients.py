@@ -104,6 +104,14 @@ class Activation:
     def singular_second_derivative(self) -> bool:
         return _drop_dirac(self.d2_distribution)[1]
 
+    @cached_property
+    def kinks(self):
+        """Where sigma' jumps: a :class:`theorykit.symbolic.kinks.Kinks` (points x_k, jumps J_k; sigma'' has the Dirac
+        terms J_k delta(x - x_k)), found as in docs/theory.md §3.1."""
+        from .kinks import find_kinks
+
+        return find_kinks(self.expr, cv.X)
+
     @property
     def note(self) -> str:
         if self.singular_second_derivative:
@@ -143,6 +151,14 @@ class Loss:
     @cached_property
     def d2_expr(self):
         return _drop_dirac(sp.diff(self.expr, cv.YHAT, 2))[0]
+
+    @cached_property
+    def derivative_jumps(self) -> bool:
+        """Whether l' jumps in yhat (hinge, absolute loss): then l'' has Dirac terms that the DMFT's equal-time
+        response must keep (docs/theory.md §3.1)."""
+        from .kinks import loss_derivative_jumps
+
+        return loss_derivative_jumps(self.expr, cv.Y, cv.YHAT)
 
     @cached_property
     def numpy(self):

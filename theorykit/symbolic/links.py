@@ -1,4 +1,4 @@
-"""Link analysis (THEORY.md section 2): exponents, easy and hard subspaces, and the spectral threshold delta_alg.
+"""Link analysis (docs/theory.md §2): exponents, easy and hard subspaces, and the spectral threshold delta_alg.
 
 Single index, y = h(z, eps):
   information exponent  = min{k >= 1 : E[y He_k(z)] != 0};

@@ -1,0 +1,56 @@
+"""The specification lives in the project: docs/theory.md exists, every "docs/theory.md §N" citation in the package
+names a section that exists, and the package no longer cites the developers' THEORY.md (which users do not have)."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "theory.md"
+PACKAGE = ROOT / "theorykit"
+
+#: a citation: "docs/theory.md" followed by one or more section marks, e.g. "docs/theory.md §3 and §3.2", "... §3, §3.2"
+CITATION = re.compile(r"docs/theory\.md((?:\s*(?:,|and|&)?\s*§\d+(?:\.\d+)*[A-Za-z]*)+)")
+#: a section mark; trailing letters are kept so that a stale "§3b" fails instead of reading as §3
+SECTION = re.compile(r"§(\d+(?:\.\d+)*[A-Za-z]*)")
+#: a numbered section heading of docs/theory.md, e.g. "## §3.1 Kinks ..."
+HEADING = re.compile(r"^#{1,6}\s+§(\d+(?:\.\d+)*)(?=\s|$)", re.MULTILINE)
+#: the sections the package and the README rely on
+REQUIRED = {"1", "2", "3", "3.1", "3.2", "4", "5", "6", "7", "8"}
+
+
+def _package_files():
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _sections() -> set:
+    return set(HEADING.findall(DOC.read_text(encoding="utf-8")))
+
+
+def test_theory_doc_exists_with_its_numbered_sections():
+    assert DOC.is_file(), "docs/theory.md is missing"
+    missing = REQUIRED - _sections()
+    assert not missing, f"docs/theory.md lacks the sections {sorted(missing)}"
+
+
+def test_every_citation_names_an_existing_section():
+    sections = _sections()
+    files = _package_files() + [ROOT / "README.md"]
+    cited, bad = 0, []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for match in CITATION.finditer(text):
+            for sec in SECTION.findall(match.group(1)):
+                cited += 1
+                if sec not in sections:
+                    line = text.count("\n", 0, match.start()) + 1
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: §{sec}")
+    assert cited > 0, "no docs/theory.md citation found (has the citation format changed?)"
+    assert not bad, "citations of sections that docs/theory.md does not have:\n" + "\n".join(bad)
+
+
+def test_package_does_not_cite_THEORY_md():
+    bad = []
+    for path in _package_files():
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\bTHEORY\b", line):
+                bad.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not bad, "THEORY.md citations left (use 'docs/theory.md §N'):\n" + "\n".join(bad)
