@@ -5,7 +5,7 @@
 Setting: gelu, phase retrieval, square loss.  "matmuls" = X @ Theta plus X.T @ F timed alone with NumPy (best of
 --repeats); "GD step" = the simulator's step, ``net.evaluate(X @ theta, y)`` + ``gd_update`` (best of --repeats);
 ratio = matmuls / step (goal >= 0.70: the step is dominated by its two matmuls).  For information it also times a
-whole recorded iteration of :func:`theorykit.simulate.simulate` (test loss on n_test = n fresh samples, i.e. a third
+whole recorded iteration of :func:`theorykit.simulate` (test loss on n_test = n fresh samples, i.e. a third
 matmul, plus M_t, gram, overlap), against three matmuls.
 """
 import argparse
@@ -33,7 +33,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import theorykit as tk
-    from theorykit.simulate import gd_update, simulate
+    from theorykit.referee.gd import gd_update, simulate
 
     d, n, m, R = args.d, args.n, args.m, args.repeats
     net = tk.Network("gelu", "square", m)

@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 
 import theorykit as tk
-from theorykit.spectrum import BLOCK_SIZE, _apply_block, dense_hessian, hessian_bottom
+from theorykit.referee.hessian import BLOCK_SIZE, _apply_block, dense_hessian, hessian_bottom
 
 
 def problem(d: int, m: int, delta: float, seed: int):
@@ -94,7 +94,7 @@ def chfsi(X, der, k, tol, block=16, degree=8, seed=0):
     """Chebyshev-filtered subspace iteration (ChFSI) with the same fused float32 product, for comparison: spectral
     upper bound from a few Lanczos steps on -H, then filter the block with a degree-p Chebyshev polynomial that damps
     [theta_block, lambda_max], Rayleigh-Ritz, repeat; final float64 Rayleigh-Ritz.  Returns (eigenvalues, matvecs)."""
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     md = X.shape[1] * der.F.shape[1]
     rng = np.random.default_rng(seed)
@@ -133,7 +133,7 @@ def chfsi(X, der, k, tol, block=16, degree=8, seed=0):
 
 def product_cost(X, der, b, repeats=5):
     """Median seconds of one fused float32 block product of b vectors (the unit of work of the Krylov phase)."""
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     md = X.shape[1] * der.F.shape[1]
     Q = np.random.default_rng(0).standard_normal((md, b))

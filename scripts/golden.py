@@ -49,7 +49,7 @@ def compute() -> dict:
     # closed forms
     c = tk.dmft_closed_form("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1).numeric()
     out.update({f"closed_{k}": _arr(v) for k, v in sorted(c.items())})
-    from theorykit.linear_gd import linear_gd_limit
+    from theorykit import linear_gd_limit
 
     lin = linear_gd_limit(delta=2.0, eta=0.5, steps=10, ridge=0.1, noise=0.5)
     out.update({f"linear_{k}": _arr(getattr(lin, k)) for k in ("M", "gram", "train_loss", "test_loss")})

@@ -12,7 +12,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from theorykit.dmft import _hard_tangents, _hermite_rule, _ParameterSide, dmft, flow_schedule
+from theorykit import dmft, flow_schedule
+from theorykit.dynamics.hard_process import hard_tangents as _hard_tangents
+from theorykit.dynamics.parameter_side import ParameterSide as _ParameterSide
+from theorykit.dynamics.plan import hermite_rule as _hermite_rule
 from theorykit.errors import TheorykitError
 
 EASY = dict(activation="tanh", link="z+z**2/2", loss="square", width=2, a="1,-1", delta=2.0)
@@ -323,7 +326,7 @@ def test_cli_capture_is_the_api_capture_and_text_shows_it():
 # ------------------------------------------------------------------------------------------------ closed forms
 @pytest.mark.parametrize("case", [
     # sigma = x^2 with y = z^2: C_u has E[w^6] terms, whose Sobol replica means are right-skewed (see
-    # theorykit.dmft._driving_normals): i.i.d. paths give honest standard errors there
+    # theorykit.dynamics.sample_side.driving_normals): i.i.d. paths give honest standard errors there
     dict(activation="quad", link="z**2", width=1, delta=4.0, eta=0.05, sampler="random"),
     dict(activation="x+x**2/2", link="z+z**2/2", width=2, a="1,-1", delta=2.0, eta=1.0),
 ])
@@ -481,8 +484,8 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     which shows that the returned solve is the fallback's)."""
     import sys
 
-    monkeypatch.setattr(sys.modules["theorykit.dmft"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
-    monkeypatch.setattr(sys.modules["theorykit.dmft"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
+    monkeypatch.setattr(sys.modules["theorykit.dynamics.sample_side"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
+    monkeypatch.setattr(sys.modules["theorykit.dynamics.solver"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
     assert "re-solved with 'direct'" in r.settings["response_auto"]

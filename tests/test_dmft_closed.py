@@ -78,7 +78,7 @@ ENGINE_CASES = [
 @pytest.mark.parametrize("args,kw", ENGINE_CASES, ids=["quad-m2", "cubic"])
 def test_two_moment_engines_agree(args, kw, monkeypatch):
     """Scaled-Hermite inner products after an exact LDL^T (the default) vs Isserlis recursion on the covariance."""
-    from theorykit.symbolic import dmft_closed as dc
+    from theorykit.dynamics import closed_form as dc
 
     fast = tk.dmft_closed_form(*args, **kw)
     monkeypatch.setattr(dc, "_ldl", lambda K, cov: None)

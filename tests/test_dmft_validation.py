@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import theorykit as tk
-from theorykit.dmft import dmft
+from theorykit import dmft
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.linear_gd) against the simulator and
+"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.linear_gd_limit) against the simulator and
 the DMFT: an outside check of the solver, and of its error bars (issue: honest defaults, the reported standard error
 must cover the finite-path bias)."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import theorykit as tk
 from theorykit.errors import TheorykitError
-from theorykit.linear_gd import linear_gd_limit, marchenko_pastur_rule
+from theorykit.dynamics.linear_gd import linear_gd_limit, marchenko_pastur_rule
 
 SETTING = dict(delta=2.0, eta=0.5, ridge=0.1)
 NET = dict(activation="linear", link="z + eps/2", loss="square", width=1)

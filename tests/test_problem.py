@@ -217,7 +217,7 @@ def test_shared_checks():
     # the old private names still work (dmft.py imports them from simulate)
     from theorykit import _checks
 
-    sim_module = sys.modules["theorykit.simulate"]  # the attribute theorykit.simulate is the function
+    sim_module = sys.modules["theorykit.referee.gd"]  # the attribute theorykit.simulate is the function
 
     assert sim_module._check_int is _checks.check_int and sim_module._check_number is _checks.check_number
     assert sim_module._Progress is _checks.Progress and sim_module.physical_memory is _checks.physical_memory

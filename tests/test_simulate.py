@@ -1,4 +1,4 @@
-"""Tests of the finite-d simulator (theorykit.simulate) and its CLI."""
+"""Tests of the finite-d simulator (theorykit.referee.gd) and its CLI."""
 import json
 import math
 
@@ -8,7 +8,7 @@ import pytest
 import theorykit as tk
 from theorykit.cli import _clean, main
 from theorykit.errors import TheorykitError
-from theorykit.simulate import empirical_risk, risk_gradient, simulate
+from theorykit.referee.gd import empirical_risk, risk_gradient, simulate
 
 JSON_KEYS = {"status", "t", "M", "gram", "train_loss", "test_loss", "population_test_loss",
              "population_test_loss_error", "success", "escape_time", "hessian", "settings", "problem"}

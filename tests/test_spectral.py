@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import theorykit
-from theorykit import spectral as S
+from theorykit.referee import spectral_methods as R
+from theorykit.spectra import classic as S
 from theorykit.errors import TheorykitError
 
 PR = "phase-retrieval"
@@ -16,7 +17,7 @@ INTERIOR_T = "1-exp(-(y-1))"           # sup 1 approached as y -> inf, E[Z^2/(1-
 
 
 def _finite_d(T, delta, seeds, d=2000):
-    r = np.array([S.finite_d_top(PR, T, delta, d, seed=s) for s in seeds])
+    r = np.array([R.finite_d_top(PR, T, delta, d, seed=s) for s in seeds])
     return r[:, 0].mean(), r[:, 1].mean()
 
 
@@ -130,8 +131,8 @@ def test_data_matrix_and_eigsh_agree():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((300, 100))
     y = X[:, 0] ** 2
-    M = S.data_matrix(X, y, OPTIMAL, 3.0)
-    vals, vecs = S.top_eigenpairs(X, y, OPTIMAL, 3.0, k=2)
+    M = R.data_matrix(X, y, OPTIMAL, 3.0)
+    vals, vecs = R.top_eigenpairs(X, y, OPTIMAL, 3.0, k=2)
     ev = np.linalg.eigvalsh(M)
     assert np.allclose(vals, ev[::-1][:2], rtol=1e-8)
 

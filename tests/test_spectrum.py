@@ -1,10 +1,10 @@
-"""Tests of theorykit.spectrum: Hessian-vector products, the dense Hessian, bottom eigenpairs, hard overlaps."""
+"""Tests of theorykit.referee.hessian: Hessian-vector products, the dense Hessian, bottom eigenpairs, hard overlaps."""
 import numpy as np
 import pytest
 
 import theorykit as tk
 from theorykit.errors import TheorykitError
-from theorykit.spectrum import HessianSpectrum, dense_hessian, hessian_bottom, hessian_matvec
+from theorykit.referee.hessian import HessianSpectrum, dense_hessian, hessian_bottom, hessian_matvec
 
 CASES = {
     # name: (activation, loss, m, a, label)
@@ -153,7 +153,7 @@ def test_bad_inputs_raise_one_line_errors():
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("ridge", [0.0, 0.2])
 def test_fused_operator_matches_two_matmul_product(monkeypatch, threads, ridge):
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     monkeypatch.setattr(sp, "CHUNK_BYTES", 4 * 40 * 7)  # 7-row float32 chunks: many chunks, uneven last one
     X, y, net, theta = make("gelu-logistic", d=40, delta=3.0, seed=11)
@@ -171,7 +171,7 @@ def test_fused_operator_matches_two_matmul_product(monkeypatch, threads, ridge):
 
 
 def test_operator_leaves_float32_when_x_exceeds_its_range():
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     X, y, net, theta = make("quad-square", d=10, seed=13)
     der = net.evaluate(X @ theta, y)
@@ -188,7 +188,7 @@ def test_operator_leaves_float32_when_x_exceeds_its_range():
 def test_lanczos_threaded_and_float64_continuation(monkeypatch, case):
     """Row-parallel products (2 threads, small chunks) and a tol below the float32 floor, which makes the float32
     phase hand over to float64 Lanczos; both still match dense eigh."""
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     monkeypatch.setattr(sp, "CHUNK_BYTES", 4 * 60 * 16)
     X, y, net, theta = make(case, d=60, delta=4.0, seed=14)
@@ -206,7 +206,7 @@ def test_lanczos_threaded_and_float64_continuation(monkeypatch, case):
 
 @pytest.mark.parametrize("m", [1, 2, 3])
 def test_spike_start_picks_the_lowest_single_sample_spikes(m):
-    from theorykit import spectrum as sp
+    from theorykit.referee import hessian as sp
 
     rng = np.random.default_rng(16)
     X = rng.standard_normal((50, 7))

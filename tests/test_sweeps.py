@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from theorykit.cli import main
-from theorykit.simulate import simulate
-from theorykit.sweeps import read_csv, summarise, sweep
+from theorykit.referee.gd import simulate
+from theorykit.referee.sweeps import read_csv, summarise, sweep
 
 BASE = dict(activation="quad", link="phase-retrieval", loss="square", width=1, d=60, steps=30, eta=0.05)
 

@@ -18,6 +18,9 @@ Public API (everything else is implementation):
     dmft, flow_schedule               DMFT of GD (docs/theory.md §3, §3.2) with standard errors; gradient-flow grids
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
+    linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
+Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra; the finite-d referee (referee/) beside
+it, never importing the theory; compare/ (tables) uses both; cli.  docs/theory.md states the equations.
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
 from .errors import TheorykitError, ParseError, DivergenceError
@@ -26,16 +29,13 @@ from .symbolic.network import Network, Derivatives
 from .symbolic.hermite import hermite_coefficients, gaussian_expectation, HermiteExpansion, HermiteCoefficient
 from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
-from .symbolic.dmft_closed import dmft_closed_form, ClosedFormDMFT
-
 from .problem import Problem
-from .simulate import simulate, SimulationResult
-from .sweeps import sweep, summarise
-from .spectral import (spectral_prediction, spectral_threshold, SpectralLaw, SpectralPrediction, spectral_law, outlier,
-                       bulk_edge)
-from .spectrum import hessian_bottom, hessian_matvec, HessianSpectrum
 from .population import population_loss
-from .dmft import capture_threshold, dmft, flow_schedule, DMFTResult
+from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, capture_threshold, dmft,
+                       dmft_closed_form, flow_schedule, linear_gd_limit)
+from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
+                      spectral_threshold)
+from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
 
 __version__ = "0.1.0"
 
@@ -45,4 +45,5 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "simulate", "SimulationResult", "sweep", "summarise", "spectral_prediction", "spectral_threshold", "SpectralLaw",
            "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
-           "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold"]
+           "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
+           "CapturePrediction", "linear_gd_limit", "LinearGDLimit"]

@@ -36,7 +36,7 @@ SIM_HESSIAN_K = 10
 SIM_HESSIAN_METHOD = "auto"
 #: the test set has max(SIM_N_TEST_MIN, n) samples unless n_test is given
 SIM_N_TEST_MIN = 2000
-#: default spectral preprocessing T(y, delta) of init="spectral" (theorykit.simulate.DEFAULT_SPECTRAL_T)
+#: default spectral preprocessing T(y, delta) of init="spectral" (theorykit.referee.gd.DEFAULT_SPECTRAL_T)
 SIM_SPECTRAL_T = "(y-1)/(y+sqrt(2*delta)-1)"
 
 # ------------------------------------------------------------------------------------------------ dmft

@@ -29,7 +29,7 @@ def add_simulation_arguments(p, with_delta: bool = True):
 
 
 def simulation_kwargs(args) -> dict:
-    """The keyword arguments of theorykit.simulate.simulate named on the command line (without delta/seed)."""
+    """The keyword arguments of theorykit.simulate named on the command line (without delta/seed)."""
     return dict(activation=args.activation, link=args.link, loss=args.loss, width=args.width, a=args.a, b=args.b,
                 d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
                 spectral_T=args.spectral_T, constrained=args.constrained, hessian_every=args.hessian_every,

@@ -62,7 +62,7 @@ def add_parser(sub):
 
 
 def run(args) -> dict:
-    from ..dmft import dmft, flow_schedule
+    from ..dynamics import dmft, flow_schedule
     from ..errors import TheorykitError
 
     if args.flow_time is not None:
@@ -86,7 +86,7 @@ def run(args) -> dict:
         out["success_probability"] = {"d": args.predict_d,
                                       "values": res.success_probability(args.predict_d).tolist()}
     if args.capture is not None:
-        from ..dmft import capture_threshold
+        from ..dynamics import capture_threshold
 
         cap = capture_threshold(args.activation, args.link, args.loss, args.width, delta=args.delta, eta=args.eta,
                                 steps=args.steps, lo=0.0, hi=args.capture_hi, a=args.a, b=args.b, ridge=args.ridge,

@@ -20,7 +20,7 @@ def add_parser(sub):
 
 
 def run(args) -> dict:
-    from ..simulate import simulate
+    from ..referee import simulate
 
     progress = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
     res = simulate(delta=args.delta, seed=args.seed, progress=progress, **simulation_kwargs(args))

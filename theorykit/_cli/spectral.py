@@ -2,7 +2,7 @@
 import math
 
 from ..errors import TheorykitError
-from ..spectral import spectral_prediction, spectral_threshold
+from ..spectra import spectral_prediction, spectral_threshold
 
 
 def _positive(text):

@@ -22,7 +22,7 @@ def _floats(text, name):
 
 
 def run(args) -> dict:
-    from ..sweeps import sweep, summarise
+    from ..referee.sweeps import sweep, summarise
 
     deltas = _floats(args.deltas, "deltas")
     if "," in args.seeds:

@@ -65,9 +65,9 @@ from sympy.polys.rings import PolyElement, PolyRing
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from .ingredients import link as make_link
-from .network import Network
-from .gaussian import _dfact
+from ..symbolic.gaussian import _dfact
+from ..symbolic.ingredients import link as make_link
+from ..symbolic.network import Network
 
 __all__ = ["dmft_closed_form", "ClosedFormDMFT"]
 

@@ -33,14 +33,13 @@ from typing import Callable, Optional
 import numpy as np
 import sympy as sp
 from scipy import optimize
-from scipy.sparse.linalg import LinearOperator, eigsh
 
-from . import conventions as cv
-from .errors import TheorykitError
-from .symbolic.ingredients import DELTA, Link, Preprocessing, link as make_link, preprocessing as make_preprocessing
+from .. import conventions as cv
+from ..errors import TheorykitError
+from ..symbolic.ingredients import DELTA, Link, Preprocessing, link as make_link, preprocessing as make_preprocessing
 
 __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "spectral_law", "hessian_law", "bulk_edge", "outlier",
-           "spectral_prediction", "spectral_threshold", "data_matrix", "top_eigenpairs", "finite_d_top"]
+           "spectral_prediction", "spectral_threshold"]
 
 _BOUNDARY_TOL = 1e-10  # psi'(tau+) >= -tol/delta counts as the boundary case (the switch itself is measure zero)
 
@@ -257,7 +256,7 @@ def _single_index(spec) -> Link:
 @lru_cache(maxsize=8)
 def _link_grid(L: Link, level: int):
     """(weights, y, z) at the quadrature nodes, and (y_ext, r_ext) on an extended grid (|z|, |eps| up to 1e6)."""
-    from .symbolic.links import quadrature_nodes
+    from ..symbolic.links import quadrature_nodes
 
     pts, w, desc = quadrature_nodes(L, level)
     z = pts[:, 0]
@@ -279,7 +278,7 @@ def _link_grid(L: Link, level: int):
 @lru_cache(maxsize=32)
 def _denominator(T: Preprocessing):
     """(poly coefficient functions of delta, or None; numpy denominator (y, delta)) of T's denominator in y."""
-    from .symbolic.ingredients import lambdify_safe
+    from ..symbolic.ingredients import lambdify_safe
 
     try:
         den = sp.denom(sp.together(T.expr))
@@ -526,47 +525,3 @@ def spectral_threshold(link, T, delta_range=(1e-3, 1e3), points: int = 31, xtol:
 
 
 # ---------------------------------------------------------------------------------------- finite-d helpers
-def _T_values(y, T, delta):
-    if callable(T) and not isinstance(T, (str, Preprocessing)):
-        Z = np.asarray(T(np.asarray(y, dtype=float)), dtype=float)
-    else:
-        Z = make_preprocessing(T)(y, delta)
-    if not np.all(np.isfinite(Z)):
-        raise TheorykitError("T(y) is not finite at some samples")
-    return Z
-
-
-def data_matrix(X, y, T, delta=None, operator: bool = False):
-    """M_n = (1/n) X^T diag(T(y)) X: dense (d, d) array, or a scipy LinearOperator when ``operator``.
-
-    T: a preprocessing (string or :class:`Preprocessing`, evaluated at ``delta``) or a callable y -> T(y)."""
-    X = np.asarray(X, dtype=float)
-    n, d = X.shape
-    Z = _T_values(y, T, delta if delta is not None else n / d)
-    if not operator:
-        return (X.T * Z) @ X / n
-    mv = lambda v: X.T @ (Z * (X @ np.asarray(v).ravel())) / n
-    return LinearOperator((d, d), matvec=mv, rmatvec=mv, dtype=float)
-
-
-def top_eigenpairs(X, y, T, delta=None, k: int = 1, tol: float = 1e-10, seed: int = 0):
-    """The k largest eigenvalues (descending) and eigenvectors (d, k) of M_n, by scipy eigsh (Lanczos)."""
-    op = data_matrix(X, y, T, delta, operator=True)
-    v0 = np.random.default_rng(seed).standard_normal(op.shape[0])
-    vals, vecs = eigsh(op, k=k, which="LA", tol=tol, v0=v0)
-    order = np.argsort(vals)[::-1]
-    return vals[order], vecs[:, order]
-
-
-def finite_d_top(link, T, delta, d: int, seed: int = 0, tol: float = 1e-7):
-    """Finite-d check: x ~ N(0, I_d), n = round(delta d), latent z = x[:, 0].  Returns (top eigenvalue, overlap^2
-    of the top eigenvector with e_1); eigsh tolerance ``tol`` (the eigenvalue error is ~ tol^2 relative)."""
-    L = _single_index(link)
-    delta = _check_delta(delta)
-    n = int(round(delta * d))
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    eps = rng.standard_normal(n) if L.noisy else None
-    y = L.response(X[:, :1], eps)
-    vals, vecs = top_eigenpairs(X, y, T, delta, k=1, tol=tol, seed=seed)
-    return float(vals[0]), float(vecs[0, 0] ** 2)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TheorykitError
+from ..errors import TheorykitError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Success probability of finite-d GD versus delta, over seeds, in parallel processes.
 
-Every (delta, seed) pair is one call of :func:`theorykit.simulate.simulate` with exactly that seed (no hidden
+Every (delta, seed) pair is one call of :func:`theorykit.simulate` with exactly that seed (no hidden
 reseeding: the seed is recorded on its row).  A run that raises is recorded with status "failed" and its one-line
 error, never dropped; a diverged run keeps status "diverged".  Results come back as a pandas DataFrame (one row per
 run) and, with ``csv=PATH``, are saved as CSV whose ``#`` header lines record every setting as JSON.
@@ -21,14 +21,14 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import TheorykitError
+from ..errors import TheorykitError
 
 COLUMNS = ["delta", "seed", "status", "success", "escape_time", "final_overlap", "max_overlap", "final_train_loss",
            "final_test_loss", "steps_run", "seconds", "error"]
 
 
 def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
-    from .simulate import simulate
+    from .gd import simulate
 
     t0 = time.time()
     row = {"delta": float(delta), "seed": int(seed)}
@@ -85,7 +85,7 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
             raise TheorykitError(f"'{key}' is set by the sweep itself")
     tasks = [(dl, s) for dl in deltas for s in seeds]
     # validate the settings once, in-process, so a typo fails fast with its own message
-    from .simulate import simulate  # noqa: F401
+    from .gd import simulate  # noqa: F401
 
     processes = min(processes or os.cpu_count() or 1, len(tasks))
     if processes < 1:

@@ -49,10 +49,10 @@ from typing import Optional
 
 import numpy as np
 
-from . import defaults
-from ._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, physical_memory
-from .errors import TheorykitError
-from .problem import Problem
+from .. import defaults
+from .._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, physical_memory
+from ..errors import TheorykitError
+from ..problem import Problem
 
 # the old private names, for code that still imports them from here (dmft.py); new code imports theorykit._checks
 _Progress, _check_int, _check_number, _fmt_bytes = Progress, check_int, check_number, fmt_bytes
@@ -238,18 +238,16 @@ def _orth_overlap(Mt: np.ndarray, gram: np.ndarray, target: np.ndarray) -> float
 
 
 def _spectral_init(X, Ty, m):
-    """Top-m eigenvectors of (1/n) X^T diag(T) X, built in row blocks (no (n, d) temporary)."""
+    """Top-m eigenvectors of the data matrix (1/n) X^T diag(T) X (:func:`spectral_methods.data_matrix`, built in row
+    blocks), signed so that each one's largest entry is positive."""
     from scipy.linalg import eigh
+
+    from .spectral_methods import data_matrix
 
     n, d = X.shape
     if m > d:
         raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
-    A = np.zeros((d, d))
-    block = 1024
-    for s in range(0, n, block):
-        Xb = X[s:s + block]
-        A += (Xb * Ty[s:s + block, None]).T @ Xb
-    A *= 1.0 / n
+    A = data_matrix(X, None, lambda _: Ty)
     w, V = eigh(A, subset_by_index=[d - m, d - 1])
     V = V[:, ::-1].copy()  # descending eigenvalue order
     idx = np.argmax(np.abs(V), axis=0)
@@ -259,17 +257,8 @@ def _spectral_init(X, Ty, m):
 
 
 def _hessian_function():
-    try:
-        from .spectrum import hessian_bottom
-    except ModuleNotFoundError as e:  # pragma: no cover - depends on the colleague's module
-        if e.name != "theorykit.spectrum":
-            raise
-        from . import spectral  # fallback, in case hessian_bottom lands in theorykit.spectral
+    from .hessian import hessian_bottom
 
-        hessian_bottom = getattr(spectral, "hessian_bottom", None)
-        if hessian_bottom is None:
-            raise TheorykitError("Hessian checkpoints need theorykit.spectrum.hessian_bottom (not available yet): "
-                                 "use hessian_every=0") from None
     return hessian_bottom
 
 
@@ -286,7 +275,7 @@ def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
 def _population_test_loss(net, lk, M_hist, gram_hist, settings):
     """Population test loss and its error at every recorded step (module docstring), or (None, None) with the reason
     in settings["population_test_loss"]."""
-    from .population import PopulationLoss, QUADRATURE_MAX_DIM
+    from ..population import PopulationLoss, QUADRATURE_MAX_DIM
 
     k, m, noisy = lk.k, net.m, int(lk.noisy)
     if k + noisy + m > QUADRATURE_MAX_DIM:
@@ -344,7 +333,7 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     init: "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
     default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
     hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never), with
-    ``theorykit.spectrum.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
+    ``theorykit.referee.hessian.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
     n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.
     Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
     :class:`TheorykitError` before anything is allocated.
@@ -375,7 +364,7 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
 
 def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
               hessian_method, n_test, progress) -> SimulationResult:
-    from .symbolic.ingredients import preprocessing
+    from ..symbolic.ingredients import preprocessing
 
     delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
     schedule = problem.schedule  # None for constant-step GD

@@ -51,8 +51,8 @@ from typing import Optional
 import numpy as np
 from scipy.linalg import eigh as scipy_eigh
 
-from .errors import TheorykitError
-from .symbolic.network import Derivatives
+from ..errors import TheorykitError
+from ..symbolic.network import Derivatives
 
 __all__ = ["HessianSpectrum", "hessian_matvec", "dense_hessian", "hessian_bottom", "DENSE_MAX"]
 

@@ -1,0 +1,100 @@
+"""The DMFT's hard-direction process at finite d (docs/theory.md §3.2): C_mu(t) = d E[Theta^tT e e^T Theta^t] of the
+linear process of one hard direction e, by pathwise tangents (:func:`hard_tangents`).  With a kinked activation or loss
+the solver uses Stein kernels and the parameter-side recursion instead (docs/theory.md §3.1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: hard process: noise drives taken exactly (top eigenvectors of delta C_u^zeta) and random drives for the rest
+HARD_RANK = 32
+HARD_RESIDUAL = 4
+
+
+def hard_subspace_basis(lk) -> np.ndarray:
+    """(k, kH) orthonormal basis of the link's hard latent subspace (docs/theory.md §2)."""
+    from ..symbolic.links import analyse_link
+
+    return np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
+
+
+def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0, rank=HARD_RANK,
+                   residual=HARD_RESIDUAL, rng=None, dtype=np.float32):
+    """C_mu(t) = E[mu^t mu^tT] of the linear hard-direction process (docs/theory.md §3.2), by pathwise tangents.
+
+    The process  mu^{t+1} = (1 - eta_t lambda) mu^t - eta_t sum_{s<=t} R_u^zeta(t, s) mu^s - (eta_t / delta) G^t,
+    mu^0 ~ N(0, Sigma_0), G ~ GP(0, delta C_u^zeta), is linear in (mu^0, G).  Its kernel is never formed: for a
+    deterministic trajectory x, sum_{s<=t} R_u^zeta(t, s) x^s = E[zeta D^t rho^t] with the per-path tangent
+        rho^t = zeta x^t + sum_{s<t} R_theta(t, s) D^s rho^s          (since rho^t = sum_s J^t_s zeta x^s),
+    so one trajectory costs O(t m^2) per path per step and its Monte-Carlo error does not accumulate over the lags
+    (the kernel estimates of R_u^zeta, Stein's or propagated on a sub-batch, act as multiplicative noise in this
+    recursion and blew it up after 20-40 steps).  C_mu = sum over tangents of x x^T, with
+      * m tangents from x^0 = columns of Sigma_0^(1/2), no drive (the P Sigma_0 P^T part);
+      * the noise part from the eigen-expansion delta C_u^zeta = sum_j lam_j q_j q_j^T over the (time, m) index:
+        the top ``rank`` eigenvectors as drives G = sqrt(lam_j) q_j (exact), and the rest by ``residual`` random
+        drives from N(0, remainder) (unbiased Monte Carlo of the truncated part, weight 1/residual each).
+
+    D (S, N, m, m): per-path curvatures D^t (zero on excluded paths); zeta (N,); weight (N,) path probabilities;
+    R_theta (>=S, >=S, m, m); Cu_zeta (>=S, >=S, m, m) = E[zeta^2 u^t u^sT]; etas: step sizes.
+    Returns (C_mu (S, m, m), info dict: rank used, eigen-mass of the exact part, ``ess`` (S,): the effective fraction
+    of paths carrying E[zeta D^t rho^t] of the first tangent, (sum |c_n|)^2 / (N sum c_n^2) for its per-path terms
+    c_n -- small values mean a few paths (those whose tangent grew where D < 0) carry C_mu).
+    """
+    S, N, m = D.shape[0], D.shape[1], D.shape[2]
+    rng = rng if rng is not None else np.random.default_rng(0)
+    # drives G^s for s < S-1 (G^s enters mu^{s+1})
+    nd = (S - 1) * m
+    lam_s, Sig_half = np.linalg.eigh(0.5 * (Sigma0 + Sigma0.T))
+    Sig_half = Sig_half * np.sqrt(np.maximum(lam_s, 0.0))
+    cols, wts = [], []
+    info = {"rank": 0, "residual_drives": 0, "exact_fraction": 1.0}
+    if nd:
+        A = delta * Cu_zeta[:S - 1, :S - 1].transpose(0, 2, 1, 3).reshape(nd, nd)
+        lam, V = np.linalg.eigh(0.5 * (A + A.T))
+        lam, V = lam[::-1], V[:, ::-1]
+        pos = lam > max(lam[0], 0.0) * 1e-13
+        lam, V = lam[pos], V[:, pos]
+        r = min(rank, lam.size)
+        exact = V[:, :r] * np.sqrt(lam[:r])
+        cols.append(exact), wts.append(np.ones(r))
+        total = float(lam.sum())
+        info.update(rank=int(r), exact_fraction=(float(lam[:r].sum()) / total if total > 0 else 1.0))
+        if lam.size > r and residual:
+            g = rng.standard_normal((lam.size - r, residual))
+            cols.append(V[:, r:] @ (np.sqrt(lam[r:])[:, None] * g)), wts.append(np.full(residual, 1.0 / residual))
+            info["residual_drives"] = int(residual)
+    drive = np.concatenate(cols, axis=1) if cols else np.zeros((0, 0))  # (nd, Jn)
+    Jn = drive.shape[1] if cols else 0
+    J = m + Jn
+    cw = np.concatenate([np.ones(m)] + wts)  # covariance weight per tangent
+    x = np.zeros((S, m, J))
+    x[0, :, :m] = Sig_half
+    Gd = np.zeros((S, m, J))
+    if Jn:
+        Gd[:S - 1, :, m:] = drive.reshape(S - 1, m, Jn)
+    K = np.zeros((S, m, J * N), dtype=dtype)  # K[s, b, (j, n)] = (D^s rho^s)[n, b] of tangent j
+    zw = (weight * zeta).astype(float)
+    zt = zeta.astype(dtype)
+    C = np.zeros((S, m, m))
+    C_init = np.zeros((S, m, m))  # the P Sigma_0 P^T part (first m tangents)
+    ess = np.zeros(S)
+    for t in range(S):
+        rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
+        if t:
+            Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m).astype(dtype)
+            rho += (Rt @ K[:t].reshape(t * m, J * N)).reshape(m, J, N)
+        if m == 1:
+            Kt = rho * D[t, :, 0, 0].astype(dtype)[None, None, :]
+        else:
+            Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
+        K[t] = Kt.reshape(m, J * N)
+        C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
+        C_init[t] = x[t][:, :m] @ x[t][:, :m].T
+        c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
+        ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
+        if t < S - 1:
+            F = Kt.astype(float) @ zw  # (m, J): sum_{s<=t} R_u^zeta(t, s) x^s
+            eta = etas[t]
+            x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
+    info["ess"], info["C_init"] = ess, C_init
+    return C, info

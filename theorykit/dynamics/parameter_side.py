@@ -1,0 +1,46 @@
+"""The DMFT's parameter side: the linear Gaussian process of one coordinate of the complement (docs/theory.md §3).
+
+    theta^{t+1} = (1 - eta_t lambda) theta^t - eta_t sum_{s<=t} R_u(t, s) theta^s - (eta_t / delta) g^t,
+    theta^0 ~ N(0, Sigma_0), g ~ GP(0, delta C_u),
+
+solved in closed form by the kernels P_t, R_theta(t, s), C_theta(t, s) (see :class:`ParameterSide`).  The hard process
+with Stein kernels (a kinked ingredient) runs the same recursion with R_u^zeta, C_u^zeta.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class ParameterSide:
+    """The linear Gaussian parameter-side process of docs/theory.md §3 (see the module docstring).
+
+    Arrays (t-major): P (T+1, m, m); R (T+1, T+1, m, m) with R[t, s] = R_theta(t, s) (zero for s >= t);
+    C (T+1, T+1, m, m) with C[t, s] = C_theta(t, s).  ``advance(t, Ru, Cu)`` fills time t from the kernels of the
+    sample side at times < t.  Used for Theta_perp (kernels R_u, C_u); the hard process uses :func:`hard_tangents`.
+    """
+
+    def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge: float):
+        self.m, self.Sigma0, self.etas, self.delta, self.ridge = m, Sigma0, etas, delta, ridge
+        self.P = np.zeros((T + 1, m, m))
+        self.R = np.zeros((T + 1, T + 1, m, m))
+        self.C = np.zeros((T + 1, T + 1, m, m))
+
+    def advance(self, t: int, Ru: np.ndarray, Cu: np.ndarray):
+        m, I = self.m, np.eye(self.m)
+        P, R, C = self.P, self.R, self.C
+        if t == 0:
+            P[0] = I
+        else:
+            eta, keep = self.etas[t - 1], 1.0 - self.etas[t - 1] * self.ridge
+            P[t] = keep * P[t - 1] - eta * np.einsum("sab,sbc->ac", Ru[t - 1, :t], P[:t])
+            if t >= 2:
+                R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * np.einsum("pab,psbc->sac", Ru[t - 1, :t],
+                                                                            R[:t, :t - 1])
+            R[t, t - 1] = -(eta / self.delta) * I
+        # C_theta(t, s) for s <= t
+        row = np.einsum("ab,scb->sac", P[t] @ self.Sigma0, P[:t + 1])
+        if t >= 1:
+            B = np.einsum("aij,abjk->bik", R[t, :t], Cu[:t, :t])  # sum_a R(t,a) C_u(a,b), b < t
+            row += self.delta * np.einsum("bik,sbjk->sij", B, R[:t + 1, :t])
+        C[t, :t + 1] = row
+        C[:t + 1, t] = np.swapaxes(row, 1, 2)

@@ -1,0 +1,405 @@
+"""The DMFT's sample side (docs/theory.md §3): one typical sample's pre-activations r^t = M_t^T z + w^t + sum_{s<t}
+R_theta(t, s) u^s along sampled paths of the Gaussian field w, the responses R_u (Stein's lemma or propagated
+Jacobians), C_u, the losses and the tails of D; :func:`solve_once` runs one replica forward in time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import TheorykitError
+from .hard_process import hard_tangents
+from .parameter_side import ParameterSide
+from .plan import hermite_rule
+
+#: |r| or gram entries above this count as divergence
+DIVERGENCE_LIMIT = 1e8
+#: |r| above this excludes a single path (its probability weight is reported)
+PATH_LIMIT = 1e3
+#: per-sample curvature eta D / delta above this (for UNSTABLE_STEPS consecutive steps) excludes a path
+UNSTABLE_BOUND = 4.0
+UNSTABLE_STEPS = 1
+#: latent nodes with less probability than this may be excluded when their single-path dynamics is unstable
+NEGLIGIBLE_NODE = 1e-9
+#: total excluded probability weight above which the run counts as diverged
+EXCLUDED_LIMIT = 1e-4
+
+
+@dataclass
+class Batch:
+    z: np.ndarray       # (N, k)
+    y: np.ndarray       # (N,)
+    weight: np.ndarray  # (N,) main-batch weights (sum to 1)
+    rweight: np.ndarray  # (NR,) response-batch weights (sum to 1) for the first NR paths
+    NR: int
+    per_node: int       # w-paths per latent node (N for Monte-Carlo latents)
+
+
+def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int, n_mc: int, n_mc_resp: int,
+                rng) -> Batch:
+    k = link.k
+    if latent == "gauss-hermite":
+        dim = k + (1 if link.noisy else 0)
+        nodes, w = hermite_rule(order, dim)
+        Q = len(nodes)
+        # path n = p * Q + q: the first resp_per_node * Q paths hold every node
+        lat = np.tile(nodes, (per_node, 1))
+        weight = np.tile(w, per_node) / per_node
+        rweight = np.tile(w, resp_per_node) / resp_per_node
+        NR = resp_per_node * Q
+        P = per_node
+    else:
+        lat = rng.standard_normal((n_mc, k + (1 if link.noisy else 0)))
+        weight = np.full(n_mc, 1.0 / n_mc)
+        rweight = np.full(n_mc_resp, 1.0 / n_mc_resp)
+        NR = n_mc_resp
+        P = n_mc
+    z = lat[:, :k]
+    eps = lat[:, k] if link.noisy else None
+    return Batch(z=np.ascontiguousarray(z), y=link.response(z, eps), weight=weight, rweight=rweight, NR=NR, per_node=P)
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> list:
+    order = np.argsort(values)
+    v, cw = values[order], np.cumsum(weights[order])
+    cw /= cw[-1]
+    return [float(v[min(np.searchsorted(cw, q), len(v) - 1)]) for q in qs]
+
+
+TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
+
+
+def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.ndarray:
+    """Standard normals xi (T+1, m, N) driving w (w^t = sum_{s<=t} L(t, s) xi^s), distinct for every path.
+
+    Path n = p Q + q is w-path p of latent node q.  "sobol": one scrambled Sobol sequence of N points in (T+1) m
+    dimensions; node q takes the contiguous run of points q P .. q P + P - 1 (P = N / Q; a balanced sub-net when P is
+    a power of two; interleaving nodes instead would tie the low bits of n to the node and bias the strata).
+    Randomised QMC: each replica scrambles independently, so the replica spread is an honest error.  Measured: 3-8x
+    smaller standard errors of Theta^T Theta than i.i.d. paths, and than independent nets per node.  Weak spot:
+    moments dominated by |w| >~ 3 (e.g. E[w^6] in C_u for sigma = x^2, y = z^2) have right-skewed replica means, and
+    8-16 replicas understated their error (3-5 stated standard errors low); use sampler="random" there.
+    "random": i.i.d. normals."""
+    if sampler == "random":
+        return rng.standard_normal((T + 1, m, N))
+    import warnings
+
+    from scipy.special import ndtri
+    from scipy.stats import qmc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # balance warning when N is not a power of two
+        pts = qmc.Sobol((T + 1) * m, scramble=True, seed=rng).random(N)  # (N, (T+1) m)
+    perm = np.arange(N).reshape(Q, N // Q).T.ravel()  # path p Q + q -> point q P + p
+    return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
+
+
+def _curvature_range(der, m: int):
+    """Smallest and largest eigenvalue of every path's D (closed form for m <= 2)."""
+    if m == 1:
+        d = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
+        return d, d
+    Dm = der.D
+    if m == 2:
+        h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
+        rad = np.sqrt(h * h + Dm[:, 0, 1] ** 2)
+        mid = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1])
+        return mid - rad, mid + rad
+    ev = np.linalg.eigvalsh(Dm)
+    return ev[:, 0], ev[:, -1]
+
+
+def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Equal-time Dirac terms of D^t on every path, averaged over the newest innovation (docs/theory.md §3.1).
+
+    sigma'' has the Dirac terms J_k delta(x - x_k) at its kinks, so D(r, y) has
+    diag_j (a_j / m) l'(y, f(r)) sum_k J_k delta(r_j + b_j - x_k).  Given the past, r^t = c + L(t, t) xi^t with
+    xi^t ~ N(0, I_m), so r^t ~ N(c, Sigma), Sigma = L(t, t) L(t, t)^T, and
+        E[l'(y, f(r)) delta(r_j - v) | past] = phi((v - c_j) / s_j) / s_j * E[l'(y, f(r)) | r_j = v, past],
+    s_j^2 = Sigma_jj, v = x_k - b_j.  The conditional expectation is estimated by the path's own sample moved onto
+    the kink, r' = r - Sigma[:, j] / Sigma_jj (r_j - v), which has exactly the conditional law (Gaussian regression;
+    for m = 1, r' = v).  r, xi (m, N); returns kappa (N, m) with kappa[n, j] the path's weight of delta terms."""
+    m, N = r.shape
+    Sig = Ltt @ Ltt.T
+    c = r - Ltt @ xi
+    out = np.zeros((N, m))
+    for j in range(m):
+        s2 = float(Sig[j, j])
+        if not s2 > 1e-24:
+            raise TheorykitError("the innovation of a pre-activation vanishes (Sigma0 or C_theta singular along it): "
+                                 "the DMFT cannot resolve the kink of the activation there; give Sigma0 positive "
+                                 "definite")
+        sd = math.sqrt(s2)
+        beta = Sig[:, j] / s2
+        for xk, Jk in zip(kinks.points, kinks.jumps):
+            v = xk - float(net.b[j])
+            dens = np.exp(-0.5 * ((v - c[j]) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+            rk = r - beta[:, None] * (r[j] - v)[None, :]
+            rk[j] = v
+            l1 = net.loss.numpy(y, net.output(rk.T))[1]
+            out[:, j] += (float(net.a[j]) * Jk / m) * dens * l1
+    return out
+
+
+def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
+                response="stein", window=0, progress=None) -> dict:
+    """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`)."""
+    rng = np.random.default_rng(seed)
+    batch = make_batch(link, *batch_args, rng=rng)
+    T = len(etas)
+    m, k = net.m, link.k
+    kH = hard_basis.shape[1]
+    N, NR = len(batch.y), batch.NR
+    wt, rwt = batch.weight.copy(), batch.rweight.copy()
+    alive = np.ones(N, dtype=bool)
+    over = np.zeros(N, dtype=int)
+    # only latent nodes of negligible probability may be excluded (outer Gauss-Hermite nodes; every path for
+    # Monte-Carlo latents has weight 1/N and is never excluded): elsewhere an unstable path is GD's own divergence
+    negligible = batch.weight * batch.per_node < NEGLIGIBLE_NODE
+    top_at_divergence = None  # consecutive steps with per-sample curvature eta D / delta > 2
+    excluded, excluded_at = 0.0, None
+    z, y = batch.z, batch.y
+    zeta2 = (z @ hard_basis) ** 2  # (N, kH)
+
+    par = ParameterSide(T, m, Sigma0, etas, delta, ridge)
+    Ru = np.zeros((T + 1, T + 1, m, m))
+    Cu = np.zeros((T + 1, T + 1, m, m))
+    Cu_h = np.zeros((kH, T + 1, T + 1, m, m))  # E[zeta_j^2 u^t u^sT], the hard process' noise covariance
+    kinked_hard = kH > 0 and (bool(net.activation.kinks) or net.loss.derivative_jumps)
+    Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard else None  # R_u^zeta by Stein (kinks only)
+    Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
+    M = np.zeros((T + 1, k, m))
+    M[0] = M0
+    Ezu = np.zeros((T + 1, k, m))
+    train = np.zeros(T + 1)
+    test = np.zeros(T + 1)
+    tails = np.zeros((T + 1, 1 + len(TAIL_LEVELS)))
+    dtop = np.zeros(T + 1)  # 1 - 1e-4 quantile of the largest eigenvalue of D^t (for the stability hint)
+    # history H[s] = (xi^s; u^s), (T+1, 2m, N): the standard normals driving w and the u's, stacked so that each step
+    # reads the history twice (one GEMM for w^t and the memory term, one for C_u(t, .) and E[u^t xi^sT])
+    H = np.zeros((T + 1, 2 * m, N))
+    L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
+    K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" else None)
+    W = window if response == "stein" else 0
+    Kw = np.zeros((max(W, 1), max(W, 1), m, N, m)) if W else None  # recent responses (ring buffer), see below
+    # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
+    H[:, :m] = driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
+    P_node = batch.per_node
+    Qn = N // P_node  # latent nodes (1 for Monte-Carlo latents)
+    pin_hard = kH > 0 and not np.any(hard_basis.T @ M0)
+    repairs = 0
+    diverged = None
+    jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)
+    kinks = net.activation.kinks  # where sigma' jumps (docs/theory.md §3.1)
+    loss_jumps = net.loss.derivative_jumps
+    import scipy.linalg as sla
+
+    for t in range(T + 1):
+        par.advance(t, Ru, Cu)
+        Ct = par.C[t, :t + 1]  # (t+1, m, m)
+        if not np.all(np.isfinite(Ct)) or np.max(np.abs(Ct)) > DIVERGENCE_LIMIT or \
+                np.max(np.abs(M[t])) > DIVERGENCE_LIMIT:
+            diverged = t
+            break
+        # ---- incremental block Cholesky: row t of L
+        tm = t * m
+        row = Ct.transpose(1, 0, 2).reshape(m, (t + 1) * m)  # C_theta(t, s) for s <= t as (m, (t+1)m)
+        if t:
+            Lt = sla.solve_triangular(L[:tm, :tm], row[:, :tm].T, lower=True, check_finite=False).T
+            L[tm:tm + m, :tm] = Lt
+            S = row[:, tm:] - Lt @ Lt.T
+        else:
+            S = row[:, :m].copy()
+        S = 0.5 * (S + S.T) + jit * np.eye(m)
+        try:
+            L[tm:tm + m, tm:tm + m] = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            lam, V = np.linalg.eigh(S)
+            L[tm:tm + m, tm:tm + m] = np.linalg.cholesky((V * np.maximum(lam, jit)) @ V.T)
+            repairs += 1
+        # ---- sample side: w^t = sum_{s<=t} L(t, s) xi^s and the memory term sum_{s<t} R_theta(t, s) u^s
+        Av = A[:, :(t + 1) * 2 * m].reshape(2 * m, t + 1, 2 * m)
+        Av[:m, :, :m] = L[tm:tm + m, :tm + m].reshape(m, t + 1, m)
+        if t:
+            Av[m:, :t, m:] = par.R[t, :t].transpose(1, 0, 2)
+        wm = A[:, :(t + 1) * 2 * m] @ H[:t + 1].reshape((t + 1) * 2 * m, N)  # (2m, N); H[t, m:] is still 0
+        base = (M[t].T @ z.T) + wm[:m]  # (m, N): M_t^T z + w^t
+        r = base + wm[m:]
+        # Single paths at latent nodes of negligible probability (< NEGLIGIBLE_NODE: the outer Gauss-Hermite nodes,
+        # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
+        # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
+        # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported.  Measured:
+        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes without this (excluded weight
+        # 5e-13 with it).  Unstable paths of non-negligible probability are kept: they are GD's own divergence.
+        with np.errstate(invalid="ignore", over="ignore"):
+            rs = np.where(np.isfinite(r), r, 0.0)
+            der = net.evaluate(rs.T, y)
+            dmin, dmax = _curvature_range(der, m)
+            scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())
+            eta_t = etas[min(t, T - 1)] if T else 0.0
+            over = np.where(eta_t * dmax / delta > UNSTABLE_BOUND, over + 1, 0)
+            bad = (~np.all(np.isfinite(r), axis=0) | (np.max(np.abs(rs), axis=0) > PATH_LIMIT * scale)
+                   | ~np.isfinite(dmax) | (over >= UNSTABLE_STEPS)) & negligible
+        if np.any(bad & alive):
+            new_dead = bad & alive
+            excluded += float(wt[new_dead].sum())
+            excluded_at = t if excluded_at is None else excluded_at
+            alive &= ~new_dead
+            wt[new_dead] = 0.0
+            rwt[new_dead[:NR]] = 0.0
+            if excluded > EXCLUDED_LIMIT:
+                diverged = t
+                top_at_divergence = weighted_quantiles(np.where(np.isfinite(dmax), dmax, np.inf),
+                                                        batch.weight, [1 - 1e-4])[0]
+                break
+        if not alive.all():
+            H[:t, m:, ~alive] = 0.0
+            dmin, dmax = np.where(alive, dmin, 0.0), np.where(alive, dmax, 0.0)
+            der = replace(der, **{name: np.where(alive if np.ndim(getattr(der, name)) == 1 else alive[:, None],
+                                                  np.broadcast_to(getattr(der, name),
+                                                                  (N,) + np.shape(getattr(der, name))[1:]), 0.0)
+                                  for name in ("f", "loss", "l1", "l2", "F", "grad_f", "curv")})
+        train[t] = float(wt @ der.loss)
+        test[t] = float(wt @ net.loss_values(base.T, y))
+        H[t, m:] = der.F.T
+        Ezu[t] = (z * wt[:, None]).T @ der.F
+        # E[c u^t (xi^s; u^s)^T] for c = 1 and c = zeta_j^2, s <= t: one GEMM over the history
+        # The Stein row uses u^t centred within each latent node (E[xi^s] = 0 exactly, so subtracting the node mean of
+        # u removes the part of the Monte-Carlo error that is the node mean times the sample mean of xi; factor
+        # P/(P-1) undoes the centring's 1/P bias)
+        cs = [wt] + [wt * zeta2[:, j] for j in range(kH)]
+        ut = H[t, m:]
+        uc = ut.reshape(m, P_node, Qn)
+        uc = ((uc - uc.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
+        # with a kink, the hard process' responses R_u^zeta(t, s) also come from Stein's lemma (rows 2 + kH + j)
+        hard_stein = kinked_hard and response == "stein"
+        V = np.concatenate([ut * c for c in cs] + ([uc * wt] if response == "stein" else [])
+                           + ([uc * (wt * zeta2[:, j]) for j in range(kH)] if hard_stein else []))
+        E = (V @ H[:t + 1].reshape((t + 1) * 2 * m, N).T).reshape(-1, m, t + 1, 2 * m)
+        for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
+            target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
+            target[:t + 1, t] = np.swapaxes(target[t, :t + 1], 1, 2)
+        # ---- tails of D (smallest eigenvalue per path)
+        tails[t, 0] = float(np.min(dmin[wt > 0]))
+        tails[t, 1:] = weighted_quantiles(dmin, wt, TAIL_LEVELS)
+        dtop[t] = weighted_quantiles(dmax, wt, [1 - 1e-4])[0]
+        # ---- kinks (docs/theory.md §3.1): D above is the finite-n (almost-sure) curvature; the responses need the
+        # Dirac terms of sigma''.  Their equal-time part is exact: averaged over the newest innovation xi^t, whose
+        # conditional law given the past is known on every path.  kappa (N, m) is added to curv for the responses.
+        Ltt = L[tm:tm + m, tm:tm + m]
+        if kinks:
+            kappa = _kink_weights(net, kinks, r=rs, xi=H[t, :m], Ltt=Ltt, y=y)
+            kappa[~alive] = 0.0
+            der = replace(der, curv=der.curv + kappa)
+        Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
+        Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
+        if loss_jumps:
+            # l' jumps in yhat: the Dirac part sits on a surface f(r) = kink(y); Stein's lemma on the newest innovation
+            # needs no location: E[u^t xi^tT] = E[du^t/dr^t] L(t, t) (u centred within latent nodes as below)
+            ut_ = H[t, m:]
+            uc_ = ut_.reshape(m, P_node, Qn)
+            uc_ = ((uc_ - uc_.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
+            Ru[t, t] = sla.solve_triangular(Ltt, ((uc_ * wt) @ H[t, :m].T).T, lower=True, trans="T",
+                                            check_finite=False).T
+        if kinked_hard:
+            # R_u^zeta(t, s) = E[zeta^2 du^t/dw^s]: equal time as R_u(t, t) (zeta^2 is a function of z, fixed on a
+            # path), older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t} R_u^zeta(t, s') L(s', s)
+            for j in range(kH):
+                if loss_jumps:
+                    Ru_h[j, t, t] = sla.solve_triangular(Ltt, ((uc_ * (wt * zeta2[:, j])) @ H[t, :m].T).T,
+                                                         lower=True, trans="T", check_finite=False).T
+                else:
+                    Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
+                if t:
+                    Gz = E[2 + kH + j, :, :t, :m].reshape(m, tm) - Ru_h[j, t, t] @ L[tm:tm + m, :tm]
+                    Ru_h[j, t, :t] = sla.solve_triangular(L[:tm, :tm], Gz.T, lower=True, trans="T",
+                                                          check_finite=False).T.reshape(m, t, m).transpose(1, 0, 2)
+        if kH:
+            Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
+        if response == "stein":
+            # recent lags t - W <= s < t exactly on the whole batch: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s with
+            # K^s'_s = D^s' J^s'_s kept for the last W steps (ring buffer Kw[s' % W, s % W] of (m, N, m) blocks)
+            lo = max(0, t - W)
+            g_, gl_, cv_ = der.grad_f.T, der.grad_f.T * der.l2, der.curv.T  # (m, N)
+            for s_ in range(lo, t):
+                J = np.zeros((m, N, m))
+                for sp_ in range(s_, t):
+                    J += np.einsum("ab,bnc->anc", par.R[t, sp_], Kw[sp_ % W, s_ % W])
+                Kts = gl_[:, :, None] * np.einsum("bn,bnc->nc", g_, J)[None] + cv_[:, :, None] * J  # D^t J^t_s
+                Ru[t, s_] = np.einsum("anc,n->ac", Kts, wt)
+                Kw[t % W, s_ % W] = Kts
+            if W:
+                Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
+            if lo:
+                # older lags by Stein's lemma on w = L xi (L: the factor actually sampled, of C_theta + jitter I):
+                #   E[u^t xi^sT] = sum_{s<=s'<=t} E[D^t J^t_s'] L(s', s),
+                # the terms s' >= lo being known, R_u(t, s < lo) solves a triangular system: O(t m N) per step.
+                lm = lo * m
+                Lsub, Lrest = L[:lm, :lm], L[lm:tm + m, :lm]
+                known = Ru[t, lo:t + 1].transpose(1, 0, 2).reshape(m, tm + m - lm)  # (a, (s', b))
+                G = E[1 + kH, :, :lo, :m].reshape(m, lm) - known @ Lrest          # (m, lo m)
+                row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
+                Ru[t, :lo] = row_.reshape(m, lo, m).transpose(1, 0, 2)
+        elif response == "direct":
+            # responses on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s for s < t, J^t_t = I,
+            # K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the
+            # sum over s' is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.
+            g = der.grad_f[:NR].T          # (m, NR)
+            gl = g * der.l2[:NR]
+            cv_ = der.curv[:NR].T          # (m, NR)
+            if t:
+                Rt = par.R[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
+                J = np.empty((t, m, NR, m), dtype=np.float32)
+                for s_ in range(t):
+                    np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m),
+                              out=J[s_].reshape(m, NR * m))
+                gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
+                K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
+                Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+            K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+        if t < T:
+            keep = 1.0 - etas[t] * ridge
+            M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
+            if pin_hard:  # E[zeta u^t] = 0 exactly on the hard subspace: keep the Monte-Carlo noise out of M
+                M[t + 1] -= hard_basis @ (hard_basis.T @ M[t + 1])
+        if progress is not None:
+            progress(t)
+
+    last = T if diverged is None else diverged - 1
+    S = last + 1
+    idx = np.arange(S)
+    C_mu = np.zeros((S, kH, m, m))
+    hard_info = []
+    for j in range(kH):
+        if kinked_hard:
+            # the linear hard process on Stein kernels: the parameter-side recursion with R_u^zeta, C_u^zeta
+            ph = ParameterSide(T, m, Sigma0, etas, delta, ridge)
+            C_init = np.zeros((S, m, m))
+            for t_ in range(S):
+                ph.advance(t_, Ru_h[j], Cu_h[j])
+                C_mu[t_, j] = ph.C[t_, t_]
+                C_init[t_] = ph.P[t_] @ Sigma0 @ ph.P[t_].T
+            hard_info.append({"rank": 0, "residual_drives": 0, "exact_fraction": 1.0, "ess": np.full(S, np.nan),
+                              "C_init": C_init})
+            continue
+        zeta = z @ hard_basis[:, j]
+        C_mu[:, j], info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
+        hard_info.append(info)
+    Cdiag = par.C[idx, idx]
+    gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag
+    out = {
+        "M": M[:S], "gram": gram, "train_loss": train[:S], "test_loss": test[:S], "C_theta_tt": Cdiag,
+        "Ezu": Ezu[:S], "D_tail": tails[:S],
+        "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
+        "C_mu": C_mu, "hard_info": hard_info,
+        "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH else np.zeros((S, 0, m, m))),
+        "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
+        "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
+        "R_u": Ru[:S, :S],
+        "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
+        "excluded_at": excluded_at,
+    }
+    return out

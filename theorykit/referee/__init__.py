@@ -1,0 +1,10 @@
+"""The finite-d referee (docs/theory.md §7): full-batch GD at dimension d (``gd``), the finite-d Hessian by Lanczos
+(``hessian``), classic spectral methods at finite d (``spectral_methods``) and success-probability sweeps (``sweeps``).
+It never imports the asymptotic theory (theorykit.dynamics, theorykit.spectra); tests/test_layering.py checks it."""
+from .gd import SimulationResult, simulate
+from .hessian import HessianSpectrum, dense_hessian, hessian_bottom, hessian_matvec
+from .spectral_methods import data_matrix, finite_d_top, top_eigenpairs
+from .sweeps import read_csv, summarise, sweep
+
+__all__ = ["simulate", "SimulationResult", "hessian_bottom", "hessian_matvec", "dense_hessian", "HessianSpectrum",
+           "data_matrix", "top_eigenpairs", "finite_d_top", "sweep", "summarise", "read_csv"]

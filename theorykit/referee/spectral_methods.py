@@ -1,0 +1,69 @@
+"""Classic spectral methods at finite d (the referee of docs/theory.md §6): the data matrix
+M_n = (1/n) X^T diag(T(y)) X, its top eigenpairs, and a finite-d check of a link and preprocessing.  The simulator's
+spectral initialisation uses the same data matrix."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, eigsh
+
+from .._checks import check_number
+from ..errors import TheorykitError
+from ..symbolic.ingredients import Preprocessing, link as make_link, preprocessing as make_preprocessing
+
+__all__ = ["data_matrix", "top_eigenpairs", "finite_d_top"]
+
+#: rows per block when the dense data matrix is accumulated (no (n, d) temporary)
+BLOCK_ROWS = 1024
+
+
+def _T_values(y, T, delta):
+    if callable(T) and not isinstance(T, (str, Preprocessing)):
+        Z = np.asarray(T(np.asarray(y, dtype=float)), dtype=float)
+    else:
+        Z = make_preprocessing(T)(y, delta)
+    if not np.all(np.isfinite(Z)):
+        raise TheorykitError("T(y) is not finite at some samples")
+    return Z
+
+
+def data_matrix(X, y, T, delta=None, operator: bool = False):
+    """M_n = (1/n) X^T diag(T(y)) X: dense (d, d) array, or a scipy LinearOperator when ``operator``.
+
+    T: a preprocessing (string or :class:`Preprocessing`, evaluated at ``delta``) or a callable y -> T(y)."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    Z = _T_values(y, T, delta if delta is not None else n / d)
+    if not operator:
+        A = np.zeros((d, d))
+        for s in range(0, n, BLOCK_ROWS):
+            Xb = X[s:s + BLOCK_ROWS]
+            A += (Xb * Z[s:s + BLOCK_ROWS, None]).T @ Xb
+        A *= 1.0 / n
+        return A
+    mv = lambda v: X.T @ (Z * (X @ np.asarray(v).ravel())) / n
+    return LinearOperator((d, d), matvec=mv, rmatvec=mv, dtype=float)
+
+
+def top_eigenpairs(X, y, T, delta=None, k: int = 1, tol: float = 1e-10, seed: int = 0):
+    """The k largest eigenvalues (descending) and eigenvectors (d, k) of M_n, by scipy eigsh (Lanczos)."""
+    op = data_matrix(X, y, T, delta, operator=True)
+    v0 = np.random.default_rng(seed).standard_normal(op.shape[0])
+    vals, vecs = eigsh(op, k=k, which="LA", tol=tol, v0=v0)
+    order = np.argsort(vals)[::-1]
+    return vals[order], vecs[:, order]
+
+
+def finite_d_top(link, T, delta, d: int, seed: int = 0, tol: float = 1e-7):
+    """Finite-d check: x ~ N(0, I_d), n = round(delta d), latent z = x[:, 0].  Returns (top eigenvalue, overlap^2
+    of the top eigenvector with e_1); eigsh tolerance ``tol`` (the eigenvalue error is ~ tol^2 relative)."""
+    L = make_link(link)
+    if L.k != 1:
+        raise TheorykitError(f"finite_d_top: link {L.name!r} has k = {L.k}; single-index (k = 1) only")
+    delta = check_number("delta", delta, lambda v: v > 0, "> 0")
+    n = int(round(delta * d))
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    eps = rng.standard_normal(n) if L.noisy else None
+    y = L.response(X[:, :1], eps)
+    vals, vecs = top_eigenpairs(X, y, T, delta, k=1, tol=tol, seed=seed)
+    return float(vals[0]), float(vecs[0, 0] ** 2)
