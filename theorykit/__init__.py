@@ -16,6 +16,8 @@ Public API (everything else is implementation):
     hessian_bottom, hessian_matvec    bottom Hessian eigenpairs by Lanczos on a matrix-free product
     population_loss                   population (fresh-sample) test loss from M = Theta*^T Theta, C
     dmft, flow_schedule               DMFT of GD (docs/theory.md §3, §3.2) with standard errors; gradient-flow grids
+    dmft_scan, PathLaw                one setting at a list of delta (common random numbers, frozen choices); the DMFT's
+                                      law of (r, y, z, D, zeta) at requested times (keep_law_at), for the Hessian theory
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
@@ -31,8 +33,8 @@ from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
 from .problem import Problem
 from .population import population_loss
-from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, capture_threshold, dmft,
-                       dmft_closed_form, flow_schedule, linear_gd_limit)
+from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, PathLaw, capture_threshold, dmft,
+                       dmft_closed_form, dmft_scan, flow_schedule, linear_gd_limit)
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
                       spectral_threshold)
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
@@ -46,4 +48,4 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
-           "CapturePrediction", "linear_gd_limit", "LinearGDLimit"]
+           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw"]

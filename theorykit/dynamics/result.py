@@ -12,6 +12,50 @@ from ..errors import TheorykitError
 from .sample_side import TAIL_LEVELS
 
 
+@dataclass(frozen=True, eq=False)
+class PathLaw:
+    """The DMFT's law of one sample at time t, as a weighted sample of paths (docs/theory.md §4 integrates against it).
+
+    N paths over all replicas (replica r's paths in ``replica == r``).  weights (N,): probability weights, summing to 1
+    over the paths not excluded (each replica's weights / replicas); raw_weights (N,): the same before exclusion;
+    r (N, m): pre-activations r^t; y (N,); z (N, k): latent coordinates; zeta (N, kH): the hard ones (z @ hard_basis);
+    D (N, m, m): the per-sample curvature as the finite-n Hessian sees it (no Dirac terms from kinks); excluded (N,)
+    bool: paths excluded as single-path instabilities by time t (kept here, marked; their weight is 0 in ``weights``);
+    latent: how the latent was integrated (Gauss-Hermite nodes x sampled w paths, or Monte-Carlo latents).
+    The Hessian theory reads this object and nothing else from the solver."""
+
+    t: int
+    weights: np.ndarray
+    raw_weights: np.ndarray
+    r: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    zeta: np.ndarray
+    D: np.ndarray
+    excluded: np.ndarray
+    replica: np.ndarray
+    latent: str
+
+    @staticmethod
+    def combine(t: int, parts: list, hard_basis: np.ndarray, latent: str) -> "PathLaw":
+        """One law from the replicas' kept samples (dicts with r, D, weight, z, y, excluded)."""
+        R = len(parts)
+        raw = np.concatenate([p["weight"] for p in parts]) / R
+        excl = np.concatenate([p["excluded"] for p in parts])
+        w = np.where(excl, 0.0, raw)
+        total = w.sum()
+        z = np.concatenate([p["z"] for p in parts])
+        return PathLaw(t=int(t), weights=w / total if total > 0 else w, raw_weights=raw,
+                       r=np.concatenate([p["r"] for p in parts]), y=np.concatenate([p["y"] for p in parts]), z=z,
+                       zeta=z @ hard_basis, D=np.concatenate([p["D"] for p in parts]), excluded=excl,
+                       replica=np.concatenate([np.full(len(p["y"]), i) for i, p in enumerate(parts)]),
+                       latent=latent)
+
+    def expectation(self, values) -> float:
+        """sum_n weights_n values_n over the kept paths (values (N,))."""
+        return float(self.weights @ np.asarray(values, dtype=float))
+
+
 @dataclass
 class CapturePrediction:
     """Matched finite-d prediction of :meth:`DMFTResult.capture_prediction` (m = 1, first hard direction).
@@ -81,6 +125,8 @@ class DMFTResult:
     C_mu_init: Optional[np.ndarray] = None
     v_eff: Optional[np.ndarray] = None
     problem: Optional[object] = None  # the theorykit.Problem solved (None if the ingredients have no spec string)
+    laws: Optional[dict] = None  # t -> PathLaw at the times requested with keep_law_at
+    excluded_masks: Optional[list] = None  # per replica: the paths excluded by the end (the scan mode unites them)
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (docs/theory.md §3.2).

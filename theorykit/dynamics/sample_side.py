@@ -144,8 +144,12 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
-                response="stein", window=0, progress=None) -> dict:
-    """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`)."""
+                response="stein", window=0, progress=None, keep_law_at=(), exclude=None) -> dict:
+    """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
+
+    keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
+    Hessian sees it, excluded paths kept and marked); exclude: a boolean mask of paths excluded from t = 0 (the scan
+    mode's common exclusion); ``out["excluded_mask"]`` is the mask of every path excluded by the end."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
     T = len(etas)
@@ -160,6 +164,18 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     negligible = batch.weight * batch.per_node < NEGLIGIBLE_NODE
     top_at_divergence = None  # consecutive steps with per-sample curvature eta D / delta > 2
     excluded, excluded_at = 0.0, None
+    if exclude is not None:
+        exclude = np.asarray(exclude, dtype=bool)
+        if exclude.shape != (N,):
+            raise TheorykitError(f"exclude must be a boolean mask of the {N} paths, got shape {exclude.shape}")
+        if exclude.any():
+            excluded = float(wt[exclude].sum())
+            excluded_at = 0
+            alive &= ~exclude
+            wt[exclude] = 0.0
+            rwt[exclude[:NR]] = 0.0
+    keep_law_at = set(int(v) for v in keep_law_at)
+    laws = {}
     z, y = batch.z, batch.y
     zeta2 = (z @ hard_basis) ** 2  # (N, kH)
 
@@ -238,6 +254,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             rs = np.where(np.isfinite(r), r, 0.0)
             der = net.evaluate(rs.T, y)
             dmin, dmax = _curvature_range(der, m)
+            if t in keep_law_at:  # before any zeroing of excluded paths: D as the finite-n Hessian sees it
+                laws[t] = {"r": rs.T.copy(), "D": (der.D if m > 1 else dmin[:, None, None].copy())}
             scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())
             eta_t = etas[min(t, T - 1)] if T else 0.0
             over = np.where(eta_t * dmax / delta > UNSTABLE_BOUND, over + 1, 0)
@@ -262,6 +280,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                                                   np.broadcast_to(getattr(der, name),
                                                                   (N,) + np.shape(getattr(der, name))[1:]), 0.0)
                                   for name in ("f", "loss", "l1", "l2", "F", "grad_f", "curv")})
+        if t in laws:
+            laws[t]["excluded"] = ~alive  # paths excluded up to and including this step
         train[t] = float(wt @ der.loss)
         test[t] = float(wt @ net.loss_values(base.T, y))
         H[t, m:] = der.F.T
@@ -400,6 +420,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
-        "excluded_at": excluded_at,
+        "excluded_at": excluded_at, "excluded_mask": ~alive,
+        "laws": {t_: dict(v, weight=batch.weight, z=z, y=y) for t_, v in laws.items()},
     }
     return out

@@ -113,7 +113,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          jitter: float = defaults.DMFT_JITTER, sampler: str = defaults.DMFT_SAMPLER,
          response: str = defaults.DMFT_RESPONSE, window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED,
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
-         bias_check="auto") -> DMFTResult:
+         bias_check="auto", keep_law_at=(), exclude=None) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -294,8 +294,17 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
 
     root_seq = np.random.SeedSequence(seed)
     seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(replicas)]
-    jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window)
-            for s in seeds]
+    try:
+        keep_law_at = sorted({int(v) for v in np.atleast_1d(np.asarray(keep_law_at if keep_law_at is not None else (),
+                                                                         dtype=float))})
+    except (TypeError, ValueError):
+        raise TheorykitError(f"keep_law_at must be a list of time indices, got {keep_law_at!r}") from None
+    if any(v < 0 or v > T for v in keep_law_at):
+        raise TheorykitError(f"keep_law_at: times must lie in 0..{T}, got {keep_law_at}")
+    if exclude is not None and (len(exclude) != replicas):
+        raise TheorykitError(f"exclude must hold one path mask per replica ({replicas}), got {len(exclude)}")
+    jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window,
+             None, keep_law_at, (None if exclude is None else exclude[i])) for i, s in enumerate(seeds)]
     if bias_check:
         # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
         if batch_args[0] == "gauss-hermite":
@@ -463,7 +472,14 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                           M0=M0)
     except TheorykitError:
         problem = None  # e.g. an ingredient object whose name does not rebuild it
-    return DMFTResult(problem=problem,
+    laws = None
+    if keep_law_at:
+        from .result import PathLaw
+
+        laws = {t_: PathLaw.combine(t_, [r_["laws"][t_] for r_ in results], hard_basis,
+                                    latent + (f" ({order} nodes per dimension)" if latent == "gauss-hermite" else ""))
+                for t_ in keep_law_at if all(t_ in r_["laws"] for r_ in results)}
+    return DMFTResult(problem=problem, laws=laws, excluded_masks=[r_["excluded_mask"] for r_ in results],
         status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
