@@ -1,0 +1,388 @@
+"""One resumable runner for every batch of independent jobs (simulator seeds, sweeps, comparison tables).
+
+:func:`run_jobs` runs ``worker(**kwargs)`` for each job and appends one CSV row per job as it finishes, so an
+interrupted run keeps what it did and the same call resumes it:
+
+* the output is checked writable before anything is computed;
+* the file starts with ``#`` lines recording the settings (JSON); resuming into a file written with other settings
+  (or other columns) is refused;
+* jobs whose key already has a row are skipped (a failed row is retried unless ``retry_failed=False``);
+* the rest run in a process pool ('fork', one BLAS thread per process via threadpoolctl; ``processes=1`` runs them
+  in this process), each row flushed as it arrives;
+* Ctrl-C terminates the pool at once (the rows written stay) and re-raises KeyboardInterrupt;
+* a job that raises is recorded with ``status = "failed"`` and its one-line error, never dropped; the summary
+  (``df.attrs["summary"]``) lists the failures;
+* a progress bar on stderr (default: when stderr is a terminal);
+* the result is a pandas DataFrame, one row per job in job order.
+
+File layout::
+
+    # theorykit.compare.run_jobs: one row per job, appended as jobs finish; rerun the same call to resume
+    # settings: {"columns": [...], "json_columns": [...], "settings": {...}}
+    job,<columns...>,status,error,seconds
+    ...
+
+Floats are written with ``repr`` (exact round trip); lists and arrays as JSON (decoded again for ``json_columns``).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+import json
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TheorykitError
+
+__all__ = ["run_jobs", "read_rows", "check_writable", "RUNNER_COLUMNS"]
+
+MAGIC = "# theorykit.compare.run_jobs"
+SETTINGS_PREFIX = "# settings: "
+#: columns the runner adds after the caller's (unless the caller's list has them)
+RUNNER_COLUMNS = ("status", "error", "seconds")
+_INTERRUPTED = "__theorykit_interrupted__"
+_SKIPPED = "__theorykit_deadline__"
+
+
+# ------------------------------------------------------------------------------------------------ files
+def check_writable(path: str) -> None:
+    """Create the parent folder if needed and open ``path`` for appending (creating nothing else); a one-line
+    TheorykitError if that fails.  A file this creates empty is removed again."""
+    path = os.fspath(path)
+    existed = os.path.exists(path)
+    try:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except (FileExistsError, NotADirectoryError):
+        blocker = os.path.dirname(os.path.abspath(path))
+        while blocker and not os.path.exists(blocker) and blocker != os.path.dirname(blocker):
+            blocker = os.path.dirname(blocker)
+        raise TheorykitError(f"cannot write {path}: {blocker} is a file, not a folder") from None
+    except OSError as exc:
+        raise TheorykitError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        os.remove(path)
+
+
+def _normalise(obj):
+    """JSON round trip (tuples -> lists, numpy scalars -> numbers, anything else -> str) for comparing settings."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=_json_default))
+
+
+def _json_default(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    return str(o)
+
+
+def _header(columns, json_columns, settings) -> dict:
+    return _normalise({"columns": list(columns), "json_columns": list(json_columns), "settings": settings})
+
+
+def _read_file(path: str):
+    """(recorded header dict or None, list of row dicts as strings, byte offset of the end of the last full line)."""
+    with open(path, newline="") as fh:
+        text = fh.read()
+    if not text:
+        return None, [], 0
+    lines = text.split("\n")
+    if not lines[0].startswith(MAGIC):
+        raise TheorykitError(f"{path} exists and was not written by theorykit.compare.run_jobs; "
+                             f"refusing to append to it (choose another output path)")
+    header, i = None, 0
+    while i < len(lines) and lines[i].startswith("#"):
+        if lines[i].startswith(SETTINGS_PREFIX):
+            header = json.loads(lines[i][len(SETTINGS_PREFIX):])
+        i += 1
+    complete = text if text.endswith("\n") else text[:text.rfind("\n") + 1]  # a row cut by a kill is dropped
+    body = "\n".join(complete.split("\n")[i:])
+    rows = list(csv.DictReader(io.StringIO(body))) if body.strip() else []
+    return header, rows, len(complete.encode())
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    if isinstance(value, (np.integer, int)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, np.ndarray, dict)):
+        return json.dumps(value.tolist() if isinstance(value, np.ndarray) else value, default=_json_default)
+    return str(value)
+
+
+def _parse(value: str):
+    if value == "":
+        return None
+    if value in ("True", "False"):
+        return value == "True"
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _frame(rows: Sequence[dict], columns: Sequence[str], json_columns: Sequence[str], key_column: str,
+           text_columns: Sequence[str]) -> pd.DataFrame:
+    recs = []
+    for r in rows:
+        rec = {}
+        for c in columns:
+            v = r.get(c, "")
+            v = "" if v is None else v
+            if c in json_columns:
+                rec[c] = json.loads(v) if v != "" else None
+            elif c in text_columns:
+                rec[c] = v
+            else:
+                rec[c] = _parse(v)
+        recs.append(rec)
+    return pd.DataFrame.from_records(recs, columns=list(columns))
+
+
+def read_rows(path: str, json_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """All rows of a run_jobs file (the last row of each key), values parsed back; the recorded settings in
+    ``df.attrs['settings']``."""
+    header, rows, _ = _read_file(path)
+    if header is None:
+        raise TheorykitError(f"{path} has no recorded settings")
+    key_column = header.get("key_column", "job")
+    cols = [key_column] + _all_columns(header["columns"])
+    last = {}
+    for r in rows:
+        last[r[key_column]] = r
+    json_columns = list(json_columns) or header.get("json_columns", [])
+    df = _frame(list(last.values()), cols, json_columns, key_column, [key_column, "status", "error"])
+    df.attrs["settings"] = header.get("settings")
+    return df
+
+
+def _all_columns(columns: Sequence[str]) -> list:
+    return list(columns) + [c for c in RUNNER_COLUMNS if c not in columns]
+
+
+# ------------------------------------------------------------------------------------------------ workers
+def _init_worker(blas_threads: Optional[int]):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business: it terminates the pool
+    if blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=blas_threads, user_api="blas")
+
+
+def _call(task):
+    """Run one job; never raises (the error goes into the row)."""
+    worker, key, kwargs, deadline = task
+    if deadline is not None and time.time() > deadline:
+        return key, _SKIPPED
+    t0 = time.perf_counter()
+    try:
+        row = worker(**kwargs)
+        if row is None:
+            row = {}
+        elif not isinstance(row, dict):
+            raise TypeError(f"the worker returned {type(row).__name__}, not a dict of columns")
+        row = dict(row)
+        row.setdefault("status", "ok")
+        row.setdefault("error", "")
+    except KeyboardInterrupt:
+        return key, _INTERRUPTED
+    except Exception as exc:  # recorded, never swallowed
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        row = {"status": "failed", "error": f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__}
+    row["seconds"] = round(time.perf_counter() - t0, 3)
+    return key, row
+
+
+def _call_limited(task, blas_threads):
+    if blas_threads is None:
+        return _call(task)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        return _call(task)
+
+
+class _Bar:
+    """theorykit._checks.Progress with the failure count in its unit."""
+
+    def __init__(self, total: int, label: str, enabled: bool):
+        self.enabled = enabled and total > 0
+        if self.enabled:
+            from .._checks import Progress
+
+            self.bar = Progress(total, label=label, unit="jobs")
+
+    def show(self, done: int, failed: int, force: bool = False):
+        if self.enabled:
+            self.bar.unit = "jobs" + (f", {failed} failed" if failed else "")
+            self.bar.update(done, force=force)
+
+    def close(self, done: int, failed: int):
+        if self.enabled:
+            self.bar.unit = "jobs" + (f", {failed} failed" if failed else "")
+            self.bar.close(done)
+            self.enabled = False
+
+
+# ------------------------------------------------------------------------------------------------ the runner
+def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, columns: Sequence[str], *,
+             settings: Optional[dict] = None, processes: int = 2, json_columns: Sequence[str] = (),
+             key_column: str = "job", retry_failed: bool = True, blas_threads: Optional[int] = 1,
+             progress: Optional[bool] = None, label: str = "jobs", deadline: Optional[float] = None,
+             quiet: bool = False) -> pd.DataFrame:
+    """Run ``worker(**kwargs)`` for every job, appending one row per job to the CSV ``out``; resumable.
+
+    jobs: dicts, each with a ``"key"`` entry (unique; written as text in column ``key_column``) and the worker's
+        keyword arguments.
+    worker: a top-level (picklable) function returning a dict of some of ``columns`` (missing ones are left empty;
+        a ``status`` it returns is kept, e.g. "diverged"; default "ok").
+    columns: the table's fixed columns (the runner adds ``key_column`` first and status, error, seconds last unless
+        present).  ``json_columns``: columns holding lists/arrays, written as JSON and decoded when read back.
+    settings: JSON-able record of everything that determines the rows; written in the file's header, and a file
+        written with other settings or columns is refused (choose another path or delete it).
+    processes: worker processes ('fork'; 1 = in this process).  blas_threads: BLAS threads per job (threadpoolctl;
+        None leaves them alone).  deadline: a ``time.time()`` value after which no job is started (the ones not
+        started are listed in the summary and run on resume).
+    Returns a DataFrame with one row per job in job order (values parsed back from the file) and
+    ``df.attrs["summary"]`` = {"out", "jobs", "skipped", "ran", "failed": [{"key", "error"}], "not_started", "seconds"}.
+    KeyboardInterrupt (Ctrl-C, or raised by a job) terminates the pool, keeps the rows written and is re-raised.
+    """
+    out = os.fspath(out)
+    jobs = [dict(j) for j in jobs]
+    keys = []
+    for j in jobs:
+        if "key" not in j:
+            raise TheorykitError("every job needs a 'key' entry")
+        keys.append(str(j.pop("key")))
+    if len(set(keys)) != len(keys):
+        dup = sorted(k for k, c in Counter(keys).items() if c > 1)
+        raise TheorykitError(f"job keys must be unique; repeated: {dup[:5]}")
+    columns = [c for c in columns if c != key_column]
+    bad = [c for c in json_columns if c not in columns]
+    if bad:
+        raise TheorykitError(f"json_columns {bad} are not among the columns")
+    all_cols = [key_column] + _all_columns(columns)
+    text_cols = [key_column, "status", "error"]
+    if processes < 1:
+        raise TheorykitError(f"processes must be >= 1, got {processes}")
+    header = _header(columns, json_columns, settings)
+    header["key_column"] = key_column
+
+    # (a) writable before computing; (b) recorded settings; (c) what is done
+    check_writable(out)
+    done = {}
+    if os.path.exists(out) and os.path.getsize(out) > 0:
+        recorded, rows, end = _read_file(out)
+        if json.dumps(recorded, sort_keys=True) != json.dumps(header, sort_keys=True):  # (NaN-safe)
+            diff = sorted(k for k in set(recorded or {}) | set(header)
+                          if (recorded or {}).get(k) != header.get(k))
+            sdiff = []
+            if "settings" in diff and isinstance((recorded or {}).get("settings"), dict) \
+                    and isinstance(header["settings"], dict):
+                rs, hs = recorded["settings"], header["settings"]
+                sdiff = sorted(k for k in set(rs) | set(hs) if rs.get(k) != hs.get(k))
+            raise TheorykitError(f"{out} was written with other settings (differ in {', '.join(diff)}"
+                                 + (f": {', '.join(sdiff[:8])}" if sdiff else "")
+                                 + "); refusing to resume into it (use another output path, or delete it to start "
+                                   "afresh)")
+        if end != os.path.getsize(out):
+            with open(out, "r+b") as fh:  # drop a row cut short by a kill
+                fh.truncate(end)
+        for r in rows:
+            done[r[key_column]] = r
+    else:
+        with open(out, "w", newline="") as fh:
+            fh.write(MAGIC + ": one row per job, appended as jobs finish; rerun the same call to resume\n")
+            fh.write(SETTINGS_PREFIX + json.dumps(header, sort_keys=True) + "\n")
+            csv.writer(fh, lineterminator="\n").writerow(all_cols)
+
+    todo = [(k, j) for k, j in zip(keys, jobs)
+            if k not in done or (retry_failed and done[k].get("status") == "failed")]
+    skipped = len(jobs) - len(todo)
+    t0 = time.perf_counter()
+    failed, not_started, ran = [], [], 0
+    bar = _Bar(len(todo), label, sys.stderr.isatty() if progress is None else bool(progress))
+
+    with open(out, "a", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+
+        def record(key, row):
+            nonlocal ran
+            if row == _SKIPPED:
+                not_started.append(key)
+                return
+            if row == _INTERRUPTED:
+                raise KeyboardInterrupt
+            extra = sorted(set(row) - set(all_cols))
+            if extra:
+                row = {"status": "failed", "seconds": row.get("seconds"),
+                       "error": f"TheorykitError: the worker returned columns not in the table: {extra}"}
+            cells = {c: _cell(row.get(c)) for c in all_cols}
+            cells[key_column] = key
+            cells["error"] = cells["error"].replace("\n", " ")
+            writer.writerow([cells[c] for c in all_cols])
+            fh.flush()
+            done[key] = cells
+            ran += 1
+            if cells["status"] == "failed":
+                failed.append({"key": key, "error": cells["error"]})
+            bar.show(ran, len(failed))
+
+        tasks = [(worker, k, j, deadline) for k, j in todo]
+        nproc = min(processes, len(tasks))
+        try:
+            if nproc <= 1:
+                for task in tasks:
+                    record(*_call_limited(task, blas_threads))
+            else:
+                ctx = mp.get_context("fork")
+                pool = ctx.Pool(nproc, initializer=_init_worker, initargs=(blas_threads,))
+                try:
+                    for key, row in pool.imap_unordered(_call, tasks, chunksize=1):
+                        record(key, row)
+                    pool.close()
+                except BaseException:
+                    pool.terminate()
+                    raise
+                finally:
+                    pool.join()
+        except KeyboardInterrupt:
+            bar.close(ran, len(failed))
+            sys.stderr.write(f"interrupted: {ran} new rows kept in {out} ({len(done)} of {len(jobs)} jobs done); "
+                             f"rerun the same command to resume\n")
+            raise
+        bar.close(ran, len(failed))
+
+    failed = [{"key": k, "error": done[k].get("error", "")} for k in keys
+              if k in done and done[k].get("status") == "failed"]
+    summary = {"out": out, "jobs": len(jobs), "skipped": skipped, "ran": ran, "failed": failed,
+               "not_started": not_started, "seconds": round(time.perf_counter() - t0, 3)}
+    if failed and not quiet:
+        sys.stderr.write(f"{label}: {len(failed)} of {len(jobs)} jobs failed (recorded in {out}); first: "
+                         f"{failed[0]['key']}: {failed[0]['error']}\n")
+    df = _frame([done[k] for k in keys if k in done], all_cols, json_columns, key_column, text_cols)
+    df.attrs["summary"] = summary
+    df.attrs["settings"] = settings
+    return df

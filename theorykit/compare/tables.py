@@ -1,0 +1,159 @@
+"""Generated tables: a CSV and a Markdown file whose header states the exact command that regenerates them.
+
+Hand-written notes on a table live beside it in ``<stem>_notes.md``; :func:`write_table` never opens that file (it
+only links to it when it exists), so regenerating a table never deletes a note.  Both outputs are written to a
+temporary file and renamed, so an interrupted write leaves the previous table intact.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+import os
+import platform
+import shlex
+import sys
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..errors import TheorykitError
+from .runner import check_writable
+
+__all__ = ["write_table", "write_csv", "check_table_writable", "notes_path", "regenerate_command", "machine",
+           "md_table", "fmt", "pct", "pm"]
+
+
+# ------------------------------------------------------------------------------------------------ formatting
+def fmt(v, p=4):
+    """A number for a table cell: 4 significant digits, scientific outside [1e-3, 1e5); '—' for None/NaN;
+    Python ints (and bools: 'True'/'False', as the published tables have them) as str; NumPy bools as 'yes'/'NO'."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, (int, np.integer)):
+        return str(v)
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "NO"
+    a = abs(v)
+    if a != 0 and (a < 1e-3 or a >= 1e5):
+        return f"{v:.{p - 1}e}"
+    return f"{v:.{p}g}"
+
+
+def pct(v):
+    """0.0123 -> '1.23%'; '—' for None/NaN."""
+    return "—" if v is None or not math.isfinite(v) else f"{100 * v:.2f}%"
+
+
+def pm(v, e, scale=100.0, p=2):
+    """'+1.23 ± 0.45' (v and e times ``scale``); '—' when either is missing."""
+    if v is None or e is None or not math.isfinite(v):
+        return "—"
+    return f"{scale * v:+.{p}f} ± {scale * e:.{p}f}"
+
+
+def md_table(header, rows):
+    """A Markdown table."""
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------ provenance
+def regenerate_command(prog: str, argv: Sequence[str], redact: Sequence[str] = ()) -> str:
+    """The command line that regenerates a table: ``prog`` (e.g. 'python scripts/dmft_vs_sim.py') followed by the
+    shell-quoted arguments; the value after an option in ``redact`` is shown as '<see Note>'."""
+    av = list(argv)
+    av = ["'<see Note>'" if i > 0 and av[i - 1] in redact else shlex.quote(a) for i, a in enumerate(av)]
+    return " ".join([prog] + av)
+
+
+def script_prog(script: str, root: str) -> str:
+    """'python <script relative to root>'."""
+    return "python " + os.path.relpath(os.path.abspath(script), root)
+
+
+def machine(cpus_note: str = "shared") -> str:
+    """'host, processor, N CPUs (shared), Python x.y.z, numpy a.b.c'."""
+    return (f"{platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs ({cpus_note}), "
+            f"Python {platform.python_version()}, numpy {np.__version__}")
+
+
+def notes_path(stem: str) -> str:
+    """Where the hand-written notes on the table ``stem`` live: ``<stem>_notes.md``."""
+    return os.fspath(stem) + "_notes.md"
+
+
+def check_table_writable(stem: str) -> None:
+    """Refuse (TheorykitError) before any computation if ``<stem>.csv`` or ``<stem>.md`` cannot be written."""
+    for ext in (".csv", ".md"):
+        check_writable(os.fspath(stem) + ext)
+
+
+# ------------------------------------------------------------------------------------------------ writing
+def _atomic_write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise TheorykitError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_csv(path, rows, columns):
+    """rows (dicts) -> CSV with the given columns; floats to 6 significant digits, None as empty."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r.get(k), float) else r[k]))
+                    for k in columns})
+    _atomic_write(os.fspath(path), buf.getvalue())
+
+
+def write_table(stem: str, rows: Sequence[dict], columns: Sequence[str], body: Sequence[str], *, title: str,
+                command: str, started: datetime.datetime, wall: float, timing: str = "",
+                cpus_note: str = "shared", header: Sequence[str] = (), root: Optional[str] = None) -> tuple:
+    """Write ``<stem>.csv`` (``rows`` in ``columns``) and ``<stem>.md``: the title, the regenerating command, the date,
+    wall time (``timing``: details in brackets) and machine, then the ``header`` paragraphs (definitions, the CSV
+    columns), a pointer to ``<stem>_notes.md`` when it exists, and ``body`` (Markdown lines).
+
+    The notes file is never opened for writing.  Returns (csv path, md path)."""
+    stem = os.fspath(stem)
+    csv_path, md_path = stem + ".csv", stem + ".md"
+    if os.path.abspath(md_path) == os.path.abspath(notes_path(stem)):  # pragma: no cover - cannot happen
+        raise TheorykitError("the table and its notes must be different files")
+    write_csv(csv_path, rows, columns)
+    rel = (lambda p: os.path.relpath(os.path.abspath(p), root)) if root else (lambda p: p)
+    head = [f"# {title}\n",
+            f"Command (from the repository root): `{command}`\n",
+            f"Date: {started.strftime('%Y-%m-%d %H:%M %Z')}. Wall time: {wall / 60:.1f} min"
+            + (f" ({timing})" if timing else "") + f". Machine: {machine(cpus_note)}.\n"]
+    head += list(header)
+    notes = notes_path(stem)
+    if os.path.exists(notes):
+        head.append(f"Hand-written notes on this table: `{rel(notes)}` (kept when the table is regenerated).\n")
+    else:
+        head.append(f"Generated file: regenerating it overwrites it; hand-written notes belong in `{rel(notes)}`.\n")
+    _atomic_write(md_path, "\n".join(head + list(body)) + "\n")
+    return csv_path, md_path
+
+
+def now() -> datetime.datetime:
+    """The local time with its zone (for ``started``)."""
+    return datetime.datetime.now().astimezone()
+
+
+def log(msg: str) -> None:
+    """'[HH:MM:SS] msg' on stdout, flushed."""
+    import time
+
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    sys.stdout.flush()
