@@ -10,6 +10,7 @@ Public API (everything else is implementation):
     Problem                           the learning problem once (model, delta, ridge, steps, initial law): JSON, key
     simulate, sweep, summarise        finite-d full-batch GD (the referee) and success-probability scans
     spectral_prediction/_threshold    classic spectral methods (top eigenvalue, overlap, delta_u)
+    spectral_start                    a Problem started from the spectral method (M0, Sigma0 from its overlap)
     SpectralLaw, spectral_law         the spectral core's input: a weighted discrete law of (Z = T(Y), V = G^2), tau
     outlier, bulk_edge                the core on any SpectralLaw at ratio delta: outlier -> SpectralPrediction (top
                                       eigenvalue, overlap, bulk edge); bulk_edge -> (lam_bar = argmin psi_delta, case)
@@ -21,6 +22,8 @@ Public API (everything else is implementation):
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
+    compare                           comparison statistics (Wilson intervals, P = 1/2 midpoints, c/d fits), the
+                                      resumable runner and table writer behind scripts/ and the table commands
 Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra; the finite-d referee (referee/) beside
 it, never importing the theory; compare/ (tables) uses both; cli.  docs/theory.md states the equations.
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
@@ -36,8 +39,9 @@ from .population import population_loss
 from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, PathLaw, capture_threshold, dmft,
                        dmft_closed_form, dmft_scan, flow_schedule, linear_gd_limit)
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
-                      spectral_threshold)
+                      spectral_start, spectral_threshold)
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
+from . import compare
 
 __version__ = "0.1.0"
 
@@ -48,4 +52,4 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
-           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw"]
+           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare"]

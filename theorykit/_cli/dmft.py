@@ -14,6 +14,7 @@ noise_limited, how}]} with --capture).
 import sys
 
 from .. import defaults
+from ._simargs import add_initial_law_arguments, initial_law
 from .derive import add_network_arguments
 
 
@@ -57,6 +58,11 @@ def add_parser(sub):
                         "these d (m = 1; runs capture_threshold: ~10 more DMFT solves)")
     p.add_argument("--capture-hi", type=float, default=defaults.CAPTURE_HI,
                    help=f"largest initial hard overlap tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
+    add_initial_law_arguments(p)
+    p.add_argument("--init", choices=["random", "spectral"], default="random",
+                   help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: M0, Sigma0 from the "
+                        "classic spectral method's overlap (theorykit.spectral_start; an approximation, see "
+                        "tables/spectral_start.md)")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
 
@@ -76,8 +82,20 @@ def run(args) -> dict:
     if args.capture is not None and args.flow_time is not None:
         raise TheorykitError("--capture needs --eta and --steps (capture_threshold runs constant-step GD)")
     progress = bool(args.progress) or sys.stderr.isatty()
+    law = initial_law(args)
+    if args.init == "spectral":
+        if law["M0"] is not None or law["Sigma0"] is not None:
+            raise TheorykitError("--init spectral sets M0 and Sigma0 itself: drop --M0/--Sigma0")
+        if args.flow_time is not None:
+            raise TheorykitError("--init spectral needs --eta and --steps")
+        from ..problem import Problem
+        from ..spectra import spectral_start
+
+        start, _ = spectral_start(Problem(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b,
+                                          delta=args.delta, ridge=args.ridge, **step))
+        law = {"M0": start.M0_matrix, "Sigma0": start.Sigma0_matrix}
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
-               ridge=args.ridge, paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
+               ridge=args.ridge, M0=law["M0"], Sigma0=law["Sigma0"], paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
                sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
                bias_check={"auto": "auto", "on": True, "off": False}[args.bias_check],
                progress=progress, **step)

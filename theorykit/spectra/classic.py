@@ -525,3 +525,36 @@ def spectral_threshold(link, T, delta_range=(1e-3, 1e3), points: int = 31, xtol:
 
 
 # ---------------------------------------------------------------------------------------- finite-d helpers
+
+
+# -------------------------------------------------------------------------------------------------- spectral start
+#: default preprocessing of a spectral start: bounded for y >= 0 at every delta, optimal for phase retrieval (§6)
+DEFAULT_START_T = "(y-1)/(y+sqrt(2*delta)-1)"
+
+
+def spectral_start(problem, T: str = DEFAULT_START_T, level: int = 0):
+    """The Problem started from the classic spectral method instead of a random init (docs/theory.md §6, §3).
+
+    The top eigenvector of M_n = (1/n) sum T(y_i) x_i x_i^T has squared overlap rho^2 = ``spectral_prediction(link, T,
+    delta).overlap2`` with the latent direction (0 below delta_u).  As an initial law for the DMFT: neuron 1 starts at
+    M_0 = rho e (e the latent direction; k = 1) with the remainder of its unit norm, 1 - rho^2, as an independent
+    Gaussian part; the other neurons (top eigenvectors 2..m, no outlier) start as at random, Sigma_0 = diag(1 - rho^2,
+    1, ..., 1).  The remainder is in fact correlated with the data (the eigenvector is built from X), and this
+    approximation is NOT accurate beyond t = 0: tables/spectral_start.md (``python scripts/spectral_start_check.py``)
+    measures it against the simulator's spectral init.  The initial overlap itself agrees with GD at t = 0; the
+    later overlaps, Gram and losses do not (the exact treatment, the DMFT of the power iteration that builds the
+    eigenvector followed by GD, is not implemented).  Returns (problem with M0 and Sigma0 set, the
+    SpectralPrediction used)."""
+    from ..problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"spectral_start takes a theorykit.Problem, got {type(problem).__name__}")
+    L = _single_index(problem.link_obj)
+    pred = spectral_prediction(L, T, problem.delta, level)
+    rho2 = float(pred.overlap2)
+    m = problem.m
+    M0 = np.zeros((1, m))
+    M0[0, 0] = math.sqrt(max(rho2, 0.0))
+    Sigma0 = np.eye(m)
+    Sigma0[0, 0] = 1.0 - rho2
+    return problem.replace(M0=M0, Sigma0=Sigma0), pred
