@@ -96,21 +96,6 @@ def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.nda
     return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
 
 
-def _curvature_range(der, m: int):
-    """Smallest and largest eigenvalue of every path's D (closed form for m <= 2)."""
-    if m == 1:
-        d = der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
-        return d, d
-    Dm = der.D
-    if m == 2:
-        h = 0.5 * (Dm[:, 0, 0] - Dm[:, 1, 1])
-        rad = np.sqrt(h * h + Dm[:, 0, 1] ** 2)
-        mid = 0.5 * (Dm[:, 0, 0] + Dm[:, 1, 1])
-        return mid - rad, mid + rad
-    ev = np.linalg.eigvalsh(Dm)
-    return ev[:, 0], ev[:, -1]
-
-
 def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Equal-time Dirac terms of D^t on every path, averaged over the newest innovation (docs/theory.md §3.1).
 
@@ -253,7 +238,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         with np.errstate(invalid="ignore", over="ignore"):
             rs = np.where(np.isfinite(r), r, 0.0)
             der = net.evaluate(rs.T, y)
-            dmin, dmax = _curvature_range(der, m)
+            dmin, dmax = der.eigen_range()
             if t in keep_law_at:  # before any zeroing of excluded paths: D as the finite-n Hessian sees it
                 laws[t] = {"r": rs.T.copy(), "D": (der.D if m > 1 else dmin[:, None, None].copy())}
             scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())

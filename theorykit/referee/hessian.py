@@ -52,7 +52,7 @@ import numpy as np
 from scipy.linalg import eigh as scipy_eigh
 
 from ..errors import TheorykitError
-from ..symbolic.network import Derivatives
+from ..symbolic.network import Derivatives, eigen_range
 
 __all__ = ["HessianSpectrum", "hessian_matvec", "dense_hessian", "hessian_bottom", "DENSE_MAX"]
 
@@ -302,13 +302,7 @@ class _Operator:
         """Start vectors x_i (x) u_i for the samples whose single-sample spike lambda_min(D_i) |x_i|^2 / n is lowest
         (u_i the bottom eigenvector of D_i): the negative end of H is made of such spikes (docs/theory.md §4)."""
         D = self.D
-        if self.m == 1:
-            lam_min = D[:, 0, 0]
-        elif self.m == 2:  # closed form, ~20x faster than n batched 2 x 2 eigh calls
-            half_tr, half_diff = (D[:, 0, 0] + D[:, 1, 1]) / 2, (D[:, 0, 0] - D[:, 1, 1]) / 2
-            lam_min = half_tr - np.hypot(half_diff, D[:, 0, 1])
-        else:
-            lam_min = np.linalg.eigvalsh(D)[:, 0]
+        lam_min = eigen_range(D)[0]  # closed form for m <= 2 (~20x faster than batched 2 x 2 eigh)
         idx = np.argsort(lam_min * self.row_norm2)[:count]
         U = np.linalg.eigh(D[idx])[1][:, :, 0]  # bottom eigenvectors u_i of the selected samples only
         S = self.X[idx][:, :, None] * U[:, None, :]  # (count, d, m)

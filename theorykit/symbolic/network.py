@@ -87,6 +87,21 @@ def parse_vector(spec, m: int, name: str, default) -> tuple:
     return tuple(_number(it, name) for it in items)
 
 
+def eigen_range(D: np.ndarray) -> tuple:
+    """(smallest, largest) eigenvalue of each symmetric m x m matrix in D (N, m, m): closed form for m <= 2."""
+    D = np.asarray(D, dtype=float)
+    m = D.shape[1]
+    if m == 1:
+        return D[:, 0, 0], D[:, 0, 0]
+    if m == 2:
+        h = 0.5 * (D[:, 0, 0] - D[:, 1, 1])
+        rad = np.sqrt(h * h + D[:, 0, 1] ** 2)
+        mid = 0.5 * (D[:, 0, 0] + D[:, 1, 1])
+        return mid - rad, mid + rad
+    ev = np.linalg.eigvalsh(D)
+    return ev[:, 0], ev[:, -1]
+
+
 @dataclass(frozen=True)
 class Derivatives:
     """Network quantities at N samples.  Shapes: f, loss, l1, l2 (N,); F, grad_f, curv (N, m).
@@ -110,6 +125,16 @@ class Derivatives:
         idx = np.arange(g.shape[1])
         out[:, idx, idx] += self.curv
         return out
+
+    def eigen_range(self) -> tuple:
+        """(smallest, largest) eigenvalue of every sample's D, each (N,): exact closed forms for m <= 2 (m = 1 without
+        forming D), eigvalsh beyond.  The one implementation the DMFT's tails and the finite-d Hessian's spike start
+        use."""
+        m = self.grad_f.shape[1]
+        if m == 1:
+            d = self.l2 * self.grad_f[:, 0] ** 2 + self.curv[:, 0]
+            return d, d
+        return eigen_range(self.D)
 
     def D_apply(self, v: np.ndarray) -> np.ndarray:
         """D_i v_i for v of shape (N, m), without forming D: O(N m)."""
