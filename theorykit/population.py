@@ -20,9 +20,10 @@ the link is noisy) and the rank(C) directions of g (C = U diag(s) U^T, direction
 
 * "exact": sigma, l and h all polynomials, so the integrand is a polynomial of degree P in the D variables; tensor
   Gauss-Hermite with o = floor(P/2) + 1 nodes per axis integrates it exactly (error 0, rounding aside), used while
-  o^D <= EXACT_MAX_NODES.
+  o^D <= EXACT_MAX_NODES and o <= theorykit.rules.HERMITE_MAX_ORDER.
 * "quadrature": D <= 4: tensor Gauss-Hermite with ``order`` nodes per axis (default ORDER[D]); error = the difference
-  from the rule with lower_order(order) nodes (conservative: the estimate is that of the coarser rule).
+  from the rule with lower_order(order) nodes (conservative: the estimate is that of the coarser rule).  The rules
+  are :func:`theorykit.rules.gauss_hermite` (docs/theory.md §3, numerics).
 * "monte-carlo": otherwise, ``samples`` draws with ``seed`` (common random numbers: the same draws for every (M, C));
   error = the standard error.
 
@@ -38,6 +39,7 @@ import sympy as sp
 
 from . import conventions as cv
 from .errors import TheorykitError
+from .rules import HERMITE_MAX_ORDER, gauss_hermite, lower_order
 from .symbolic.gaussian import Expectation
 
 __all__ = ["population_loss", "PopulationLoss", "ORDER", "EXACT_MAX_NODES", "QUADRATURE_MAX_DIM", "lower_order"]
@@ -54,24 +56,11 @@ NULL_RTOL = 1e-12
 PSD_RTOL = 1e-8
 
 
-def lower_order(order: int) -> int:
-    """The coarser Gauss-Hermite rule (2/3 of the nodes) whose difference is the quadrature error estimate."""
-    return max(1, (2 * order) // 3)
-
-
-def _gh(order: int) -> tuple[np.ndarray, np.ndarray]:
-    t, w = np.polynomial.hermite_e.hermegauss(order)
-    return t, w / np.sqrt(2 * np.pi)
-
-
 def _tensor_rule(dim: int, order: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes (order^dim, dim) and weights (order^dim,) of the tensor Gauss-Hermite rule for N(0, I_dim)."""
-    if dim == 0:
-        return np.zeros((1, 0)), np.ones(1)
-    t, w = _gh(order)
-    grids = np.meshgrid(*([t] * dim), indexing="ij")
-    wts = np.meshgrid(*([w] * dim), indexing="ij")
-    return np.stack([g.ravel() for g in grids], axis=1), np.prod(np.stack([g.ravel() for g in wts], axis=1), axis=1)
+    """Nodes (order^dim, dim) and weights (order^dim,) of the tensor Gauss-Hermite rule for N(0, I_dim)
+    (:func:`theorykit.rules.gauss_hermite`)."""
+    rule = gauss_hermite(order, dim)
+    return rule.nodes, rule.weights
 
 
 def _poly_degree(expr: sp.Expr, symbols) -> Optional[int]:
@@ -119,16 +108,16 @@ class PopulationLoss:
         self.link = link if isinstance(link, Link) else make_link(link)
 
         def bad(o):
-            return isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o <= 400
+            return isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o <= HERMITE_MAX_ORDER
 
         if isinstance(order, dict):
             if any(bad(o) for o in order.values()):
-                raise TheorykitError(f"order values must be integers in 1..400, got {order!r}")
+                raise TheorykitError(f"order values must be integers in 1..{HERMITE_MAX_ORDER}, got {order!r}")
             order = {int(D): int(o) for D, o in order.items()}
         elif order is not None:
             if bad(order):
-                raise TheorykitError(f"order must be an integer in 1..400 (Gauss-Hermite nodes per axis), got "
-                                     f"{order!r}")
+                raise TheorykitError(f"order must be an integer in 1..{HERMITE_MAX_ORDER} (Gauss-Hermite nodes per "
+                                     f"axis), got {order!r}")
             order = int(order)
         if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
             raise TheorykitError(f"samples must be an integer >= 2, got {samples!r}")
@@ -175,7 +164,8 @@ class PopulationLoss:
     def tier(self, q: int) -> str:
         """The tier used for rank(C) = q: "exact", "quadrature" or "monte-carlo"."""
         D = self.dimension(q)
-        if self.degree is not None and (self.degree // 2 + 1) ** D <= EXACT_MAX_NODES:
+        o = None if self.degree is None else self.degree // 2 + 1
+        if o is not None and o <= HERMITE_MAX_ORDER and o ** D <= EXACT_MAX_NODES:
             return "exact"
         return "quadrature" if D <= QUADRATURE_MAX_DIM else "monte-carlo"
 

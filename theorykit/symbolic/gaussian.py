@@ -27,6 +27,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import TheorykitError
+from ..rules import gauss_hermite
 from . import functions as fn
 
 # integrands with these never close under sympy.integrate against a Gaussian: skip that (slow) tier
@@ -365,25 +366,19 @@ def quadrature_1d(expr: sp.Expr, v: sp.Symbol, dps: int = 30) -> tuple[float, fl
     return val, max(err, 1e-15 * max(1.0, abs(val)))
 
 
-def _gh(order: int):
-    t, w = np.polynomial.hermite_e.hermegauss(order)
-    return t, w / np.sqrt(2 * np.pi)
-
-
 def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60) -> tuple[float, float]:
-    """E[expr] over 2-3 Gaussian variables by tensor Gauss-Hermite; error from comparing order and 2*order."""
+    """E[expr] over 2-3 Gaussian variables by tensor Gauss-Hermite (:func:`theorykit.rules.gauss_hermite`, 2*order
+    nodes per axis); error from comparing with order nodes per axis (docs/theory.md §3, numerics)."""
     f = sp.lambdify(list(variables), expr, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+    D = len(variables)
     vals = []
     for o in (order, 2 * order):
-        t, w = _gh(o)
-        grids = np.meshgrid(*([t] * len(variables)), indexing="ij")
-        wts = np.ones_like(grids[0])
-        for idx in range(len(variables)):
-            shape = [1] * len(variables)
-            shape[idx] = o
-            wts = wts * w.reshape(shape)
+        rule = gauss_hermite(o, D)
+        shape = (o,) * D  # the tensor grid, evaluated as D-dimensional arrays
+        grids = [np.ascontiguousarray(rule.nodes[:, i]).reshape(shape) for i in range(D)]
+        wts = rule.weights.reshape(shape)
         with np.errstate(all="ignore"):
-            fv = np.broadcast_to(np.asarray(f(*grids), dtype=float), grids[0].shape)
+            fv = np.broadcast_to(np.asarray(f(*grids), dtype=float), shape)
         vals.append(float(np.sum(wts * fv)))
     if not np.all(np.isfinite(vals)):
         raise TheorykitError(f"E[{expr}] is not finite on the quadrature grid")

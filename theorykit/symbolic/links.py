@@ -27,6 +27,8 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
+from ..rules import (composite_gauss_legendre, conditional_means, gauss_legendre_normal, monte_carlo_normal,
+                     quantile_bins, tensor)
 from .gaussian import expectation, _trunc, breakpoints, _NotClosed, interior_point
 from .ingredients import Link, link as make_link
 
@@ -92,65 +94,44 @@ def _E(expr, link: Link):
 
 
 # ------------------------------------------------------------------------------ numerical conditional moments
+#: composite Gauss-Legendre panels (of GL_ORDER nodes) per axis of :func:`quadrature_nodes` at level 0, by the number
+#: of Gaussian variables: 200000 nodes in 1-D, 1200 per axis in 2-D, 120 in 3-D
+GL_PANELS = {1: 25_000, 2: 150, 3: 15}
+#: nodes per panel of the composite Gauss-Legendre rules
+GL_ORDER = 8
+
+
 def quadrature_nodes(link: Link, level: int = 0):
-    """Quadrature nodes and weights for the law of (z, eps) (eps only for noisy links).
+    """Quadrature nodes and weights for the law of (z, eps) (eps only for noisy links; docs/theory.md §2).
 
-    Returns (points (N, k [+1]), weights (N,) summing to 1 up to 1e-22, description).  One or two Gaussian variables:
-    composite Gauss-Legendre (mirror-symmetric) on [-10, 10] per axis with weights times the density (200000 nodes
-    in 1-D, 1200 per axis in 2-D, 120 in 3-D; ``level`` halves the count ``level`` times); more: 2e6 seeded samples.
+    Returns (points (N, k [+1]), weights (N,) summing to 1 up to 1e-22, description).  One to three Gaussian
+    variables: tensor composite Gauss-Legendre (mirror-symmetric) on [-10, 10] per axis with weights times the density
+    (:func:`theorykit.rules.gauss_legendre_normal`), GL_PANELS panels of GL_ORDER = 8 nodes per axis at level 0
+    (200000 nodes in 1-D, 1200 per axis in 2-D, 120 in 3-D); ``level`` halves the number of panels ``level`` times,
+    rounding down, with at least one panel (so 2-D level 2 has 37 panels, 296 nodes per axis; the description says
+    the count).  More variables: 2e6 seeded samples.
     """
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+        raise TheorykitError(f"level must be an integer >= 0, got {level!r}")
     dims = len(link.variables)
-    per_axis = {1: 200_000, 2: 1_200, 3: 120}.get(dims)
-    if per_axis is None:
-        rng = np.random.default_rng(12345 + level)
-        pts = rng.standard_normal((2_000_000, dims))
-        return pts, np.full(len(pts), 1.0 / len(pts)), "Monte Carlo (2e6 samples)"
-    t, w = _composite_gl(per_axis // (2 ** level))
-    per_axis = len(t)
-    t, w = 10 * t, 10 * w * np.exp(-50 * t * t) / np.sqrt(2 * np.pi)
-    grids = np.meshgrid(*([t] * dims), indexing="ij")
-    wts = np.ones_like(grids[0])
-    for i in range(dims):
-        shape = [1] * dims
-        shape[i] = per_axis
-        wts = wts * w.reshape(shape)
-    pts = np.stack([g.ravel() for g in grids], axis=1)
-    return pts, wts.ravel(), f"Gauss-Legendre tensor grid, {per_axis} nodes per axis on [-10, 10]"
-
-
-def _composite_gl(n: int, order: int = 8):
-    """Composite Gauss-Legendre rule with n nodes on [-1, 1]."""
-    t0, w0 = np.polynomial.legendre.leggauss(order)
-    panels = max(1, n // order)  # n is rounded down to a multiple of the order
-    edges = np.linspace(-1, 1, panels + 1)
-    half = (edges[1:] - edges[:-1]) / 2
-    mid = (edges[1:] + edges[:-1]) / 2
-    t, w = (mid[:, None] + half[:, None] * t0).ravel(), (half[:, None] * w0).ravel()
-    order = np.argsort(t)
-    t, w = t[order], w[order]
-    return (t - t[::-1]) / 2, (w + w[::-1]) / 2  # bit-exact mirror symmetry (keeps odd moments exactly 0)
+    panels = GL_PANELS.get(dims)
+    if panels is None:
+        mc = monte_carlo_normal(2_000_000, dims, 12345 + level)
+        return mc.nodes, mc.weights, "Monte Carlo (2e6 samples)"
+    per_axis = GL_ORDER * max(1, panels >> min(int(level), 64))
+    rule = tensor(gauss_legendre_normal(per_axis, 10.0, GL_ORDER), dims)
+    return rule.nodes, rule.weights, f"Gauss-Legendre tensor grid, {per_axis} nodes per axis on [-10, 10]"
 
 
 def _binned_projection(y, w, feats, bins):
-    """Conditional expectations of feats (N, p) given y, by grouping: discrete y by value, else quantile bins.
+    """Conditional expectations of feats (N, p) given y, by grouping: discrete y by value, else quantile bins
+    (:func:`theorykit.rules.quantile_bins` and :func:`theorykit.rules.conditional_means`).
 
-    Returns (probabilities (G,), conditional means (G, p)).
+    Returns (probabilities (G,), conditional means (G, p)) over the non-empty groups.
     """
-    yr = np.round(y, 12)
-    vals = np.unique(yr)
-    if len(vals) <= 64:
-        idx = np.searchsorted(vals, yr)
-    else:  # weighted quantile edges; equal y values always share a bin (keeps symmetric pairs together)
-        order = np.argsort(yr, kind="stable")
-        cw = np.cumsum(w[order])
-        cw /= cw[-1]
-        edges = yr[order][np.searchsorted(cw, np.arange(1, bins) / bins)]
-        idx = np.searchsorted(np.unique(edges), yr, side="right")
-    G = idx.max() + 1
-    P = np.bincount(idx, weights=w, minlength=G)
-    means = np.stack([np.bincount(idx, weights=w * feats[:, j], minlength=G) for j in range(feats.shape[1])], axis=1)
+    P, means = conditional_means(quantile_bins(y, w, bins), feats, w)
     keep = P > 0
-    return P[keep], means[keep] / P[keep, None]
+    return P[keep], means[keep]
 
 
 def _numeric_G_operator(link: Link, bins: int, level: int = 0):
@@ -215,13 +196,13 @@ def _delta_alg_additive(link: Link, s: float) -> DeltaAlg:
     h = sp.lambdify(cv.Z, link.expr.subs(cv.EPS, 0), modules=["scipy", "numpy"])
     vals = []
     for nz, ny in ((2000, 4000), (4000, 8000)):
-        tz, wz = _composite_gl(nz)
-        tz, wz = 10 * tz, 10 * wz * np.exp(-50 * tz * tz) / np.sqrt(2 * np.pi)
+        rz = gauss_legendre_normal(nz, 10.0, GL_ORDER)
+        tz, wz = rz.nodes[:, 0], rz.weights
         with np.errstate(all="ignore"):
             hz = np.broadcast_to(np.asarray(h(tz), dtype=float), tz.shape)
         lo, hi = hz[wz > 1e-30].min() - 9 * abs(s), hz[wz > 1e-30].max() + 9 * abs(s)
-        ty, wy = _composite_gl(ny)
-        ty, wy = (hi + lo) / 2 + (hi - lo) / 2 * ty, (hi - lo) / 2 * wy
+        ry = composite_gauss_legendre(ny, lo, hi, GL_ORDER)
+        ty, wy = ry.nodes[:, 0], ry.weights
         out = 0.0
         for chunk in np.array_split(np.arange(ny), 16):
             K = np.exp(-0.5 * ((ty[chunk, None] - hz[None, :]) / s) ** 2) / (abs(s) * np.sqrt(2 * np.pi)) * wz
@@ -251,11 +232,8 @@ def _delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, se
                 edges = np.quantile(y, np.linspace(0, 1, bins + 1)[1:-1])
             idx = np.searchsorted(edges, y)
             G = len(edges) + 1
-            means = []
-            for part in (slice(0, half), slice(half, n)):
-                cnt = np.bincount(idx[part], minlength=G).astype(float)
-                m = np.stack([np.bincount(idx[part], weights=feats[part, j], minlength=G) for j in range(k * k)], 1)
-                means.append((m / np.maximum(cnt, 1)[:, None]).reshape(G, k, k) - np.eye(k))
+            means = [conditional_means(idx[part], feats[part], groups=G)[1].reshape(G, k, k) - np.eye(k)
+                     for part in (slice(0, half), slice(half, n))]
             P = np.bincount(idx, minlength=G) / n
             op = np.einsum("g,gij,gkl->ikjl", P, means[0], means[1]).reshape(k * k, k * k)
             rhos[bins].append(_spectral_radius_sym((op + op.T) / 2, k))
