@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from ..rules import gauss_hermite
+
 #: response="auto" uses Stein's lemma when every step size is at least this, propagated Jacobians otherwise
 STEIN_MIN_ETA = 0.25
 #: default memory budget for the response arrays, bytes per replica
@@ -16,15 +18,10 @@ DIRECT_AUTO_FLOPS = 1e10
 
 
 def hermite_rule(order: int, dim: int):
-    """Tensor Gauss-Hermite rule for N(0, I_dim): nodes (Q, dim), weights (Q,) summing to 1."""
-    x, w = np.polynomial.hermite_e.hermegauss(order)
-    w = w / w.sum()
-    grids = np.meshgrid(*([x] * dim), indexing="ij")
-    nodes = np.stack([g.ravel() for g in grids], axis=1)
-    weights = np.ones(len(nodes))
-    for wg in np.meshgrid(*([w] * dim), indexing="ij"):
-        weights = weights * wg.ravel()
-    return nodes, weights
+    """Tensor Gauss-Hermite rule for N(0, I_dim) (:func:`theorykit.rules.gauss_hermite`): nodes (Q, dim), weights (Q,)
+    summing to 1."""
+    r = gauss_hermite(order, dim)
+    return r.nodes, r.weights
 
 
 #: largest normalised error of the latent rule on the link's moments that latent="auto" accepts for Gauss-Hermite

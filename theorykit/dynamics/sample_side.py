@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import TheorykitError
 from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
+from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
 from .plan import hermite_rule
 
 #: |r| or gram entries above this count as divergence
@@ -51,21 +52,14 @@ def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int,
         NR = resp_per_node * Q
         P = per_node
     else:
-        lat = rng.standard_normal((n_mc, k + (1 if link.noisy else 0)))
-        weight = np.full(n_mc, 1.0 / n_mc)
+        mc = monte_carlo_normal(n_mc, k + (1 if link.noisy else 0), rng)
+        lat, weight = mc.nodes, mc.weights
         rweight = np.full(n_mc_resp, 1.0 / n_mc_resp)
         NR = n_mc_resp
         P = n_mc
     z = lat[:, :k]
     eps = lat[:, k] if link.noisy else None
     return Batch(z=np.ascontiguousarray(z), y=link.response(z, eps), weight=weight, rweight=rweight, NR=NR, per_node=P)
-
-
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> list:
-    order = np.argsort(values)
-    v, cw = values[order], np.cumsum(weights[order])
-    cw /= cw[-1]
-    return [float(v[min(np.searchsorted(cw, q), len(v) - 1)]) for q in qs]
 
 
 TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
@@ -84,16 +78,9 @@ def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.nda
     "random": i.i.d. normals."""
     if sampler == "random":
         return rng.standard_normal((T + 1, m, N))
-    import warnings
-
-    from scipy.special import ndtri
-    from scipy.stats import qmc
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # balance warning when N is not a power of two
-        pts = qmc.Sobol((T + 1) * m, scramble=True, seed=rng).random(N)  # (N, (T+1) m)
+    xi = sobol_normal(N, (T + 1) * m, rng).nodes  # (N, (T+1) m), theorykit.rules
     perm = np.arange(N).reshape(Q, N // Q).T.ravel()  # path p Q + q -> point q P + p
-    return ndtri(np.clip(pts[perm], 1e-16, 1 - 1e-16)).T.reshape(T + 1, m, N)
+    return xi[perm].T.reshape(T + 1, m, N)
 
 
 def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y: np.ndarray) -> np.ndarray:
