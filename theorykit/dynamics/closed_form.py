@@ -65,7 +65,7 @@ from sympy.polys.rings import PolyElement, PolyRing
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from ..symbolic.gaussian import _dfact
+from ..symbolic.gaussian import double_factorial
 from ..symbolic.ingredients import link as make_link
 from ..symbolic.network import Network
 
@@ -321,7 +321,7 @@ class _Engine:
                         val = None
                         break
                     if e:
-                        val = val * _dfact(e - 1) if i < ns else val * _dfact(e - 1) * self.var[i] ** (e // 2)
+                        val = val * double_factorial(e - 1) if i < ns else val * double_factorial(e - 1) * self.var[i] ** (e // 2)
                 if val is not None:
                     total += val
                 continue
@@ -330,7 +330,7 @@ class _Engine:
                 if e & 1:
                     f = 0
                     break
-                f *= _dfact(e - 1)
+                f *= double_factorial(e - 1)
             if not f:
                 continue
             mw = self._wmoment(monom[ns:])

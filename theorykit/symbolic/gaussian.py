@@ -52,7 +52,7 @@ class Expectation:
 
 
 # ----------------------------------------------------------------------------------------------- exact engine
-def _dfact(m: int) -> int:
+def double_factorial(m: int) -> int:
     """(m)!! with (-1)!! = 0!! = 1."""
     out = 1
     while m > 1:
@@ -65,7 +65,7 @@ def _gauss_exp_moment(m: int, c):
     """E[G^m exp(-c G^2)]."""
     if m % 2:
         return sp.Integer(0)
-    return (1 + 2 * c) ** sp.Rational(-(m + 1), 2) * _dfact(m - 1)
+    return (1 + 2 * c) ** sp.Rational(-(m + 1), 2) * double_factorial(m - 1)
 
 
 @lru_cache(maxsize=4096)
@@ -107,7 +107,7 @@ def _Phi(p):
     return (1 + sp.erf(p / sp.sqrt(2))) / 2
 
 
-def _trunc(n: int, p, q):
+def truncate(n: int, p, q):
     """E[G^n 1{p < G < q}]."""
     if n == 0:
         return _Phi(q) - _Phi(p)
@@ -115,15 +115,15 @@ def _trunc(n: int, p, q):
         return _phi(p) - _phi(q)
     bp = 0 if p == -sp.oo else p ** (n - 1) * _phi(p)
     bq = 0 if q == sp.oo else q ** (n - 1) * _phi(q)
-    return (n - 1) * _trunc(n - 2, p, q) + bp - bq
+    return (n - 1) * truncate(n - 2, p, q) + bp - bq
 
 
-class _NotClosed(Exception):
+class NotClosed(Exception):
     pass
 
 
 def _smooth_piece(e: sp.Expr, v: sp.Symbol, lo, hi):
-    """E[e(G) 1{lo < G < hi}] for smooth e in the supported class, else raise _NotClosed."""
+    """E[e(G) 1{lo < G < hi}] for smooth e in the supported class, else raise NotClosed."""
     e = e.replace(sp.erfc, lambda u: 1 - sp.erf(u))
     e = sp.expand(e, power_exp=True, mul=True, multinomial=True, power_base=False, log=False)
     total = sp.Integer(0)
@@ -140,10 +140,10 @@ def _smooth_piece(e: sp.Expr, v: sp.Symbol, lo, hi):
                 arg = f.args[0] if isinstance(f, sp.exp) else f.base.args[0] * f.exp
                 poly = sp.Poly(sp.expand(arg), v) if arg.is_polynomial(v) else None
                 if poly is None or poly.degree() > 2:
-                    raise _NotClosed
+                    raise NotClosed
                 c = poly.all_coeffs()[::-1] + [0, 0, 0]
                 if c[1] != 0:
-                    raise _NotClosed
+                    raise NotClosed
                 const *= sp.exp(c[0])
                 beta -= c[2]
             elif isinstance(f, sp.erf) or (f.is_Pow and isinstance(f.base, sp.erf) and f.exp.is_Integer
@@ -151,17 +151,17 @@ def _smooth_piece(e: sp.Expr, v: sp.Symbol, lo, hi):
                 base, k = (f, 1) if isinstance(f, sp.erf) else (f.base, int(f.exp))
                 a = sp.simplify(base.args[0] / v)
                 if a.has(v):
-                    raise _NotClosed
+                    raise NotClosed
                 erfs += [a] * k
             else:
-                raise _NotClosed
+                raise NotClosed
         if len(erfs) > 2 or (erfs and (lo != -sp.oo or hi != sp.oo)):
-            raise _NotClosed
+            raise NotClosed
         if beta.is_number and beta <= -sp.Rational(1, 2):
-            raise _NotClosed  # not integrable
+            raise NotClosed  # not integrable
         s = 1 / sp.sqrt(1 + 2 * beta)
         if not erfs:
-            val = _trunc(n, lo if lo == -sp.oo else lo / s, hi if hi == sp.oo else hi / s)
+            val = truncate(n, lo if lo == -sp.oo else lo / s, hi if hi == sp.oo else hi / s)
         elif len(erfs) == 1:
             val = _erf1(n, erfs[0] * s)
         else:
@@ -186,23 +186,23 @@ def _switches(e: sp.Expr, v: sp.Symbol):
                 if isinstance(cond, sp.core.relational.Relational):
                     out.append(cond.lhs - cond.rhs)
                 elif cond not in (sp.true, sp.false):
-                    raise _NotClosed
+                    raise NotClosed
     return out
 
 
 def breakpoints(e: sp.Expr, v: sp.Symbol) -> list:
-    """Real points where a non-smooth part of e switches, sorted (SymPy numbers); raises _NotClosed if unknown."""
+    """Real points where a non-smooth part of e switches, sorted (SymPy numbers); raises NotClosed if unknown."""
     pts = set()
     for g in _switches(e, v):
         if g.has(sp.DiracDelta):
-            raise _NotClosed
+            raise NotClosed
         try:
             sols = sp.solve(g, v)
         except Exception:
-            raise _NotClosed from None
+            raise NotClosed from None
         for s in sols:
             if s.free_symbols:
-                raise _NotClosed
+                raise NotClosed
             sv = complex(sp.N(s))
             if abs(sv.imag) < 1e-14:
                 pts.add(s)
@@ -230,7 +230,7 @@ def _smooth_at(e: sp.Expr, v: sp.Symbol, t: float) -> sp.Expr:
         for expr_i, cond in a.args:  # Piecewise
             if bool(cond.subs(v, t)):
                 return expr_i
-        raise _NotClosed
+        raise NotClosed
 
     return e.replace(lambda a: isinstance(a, _NONSMOOTH) and a.has(v), repl)
 
@@ -250,7 +250,7 @@ def interior_point(lo, hi) -> float:
 
 def _exact_1d(e: sp.Expr, v: sp.Symbol) -> sp.Expr:
     if e.has(sp.DiracDelta):
-        raise _NotClosed
+        raise NotClosed
     if not any(a.has(v) for a in e.atoms(*_NONSMOOTH)):
         return _smooth_piece(e, v, -sp.oo, sp.oo)
     pts = breakpoints(e, v)
@@ -300,7 +300,7 @@ def exact_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Optional
                         break
             total += val
         return _tidy(total)
-    except (_NotClosed, RecursionError):
+    except (NotClosed, RecursionError):
         return None
     except (TypeError, ValueError, NotImplementedError, ZeroDivisionError, AttributeError):
         return None
@@ -345,7 +345,7 @@ def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[
 def _numeric_breakpoints(e: sp.Expr, v: sp.Symbol) -> list:
     try:
         return [float(sp.N(p)) for p in breakpoints(e, v)]
-    except _NotClosed:
+    except NotClosed:
         return [0.0]
 
 

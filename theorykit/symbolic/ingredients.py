@@ -62,7 +62,7 @@ def lambdify_safe(args, expr, name: str) -> _Compiled:
     return _Compiled(args, expr, name).compile()  # compiled now: lambdify's own errors surface at definition
 
 
-def _drop_dirac(expr: sp.Expr) -> tuple[sp.Expr, bool]:
+def drop_dirac(expr: sp.Expr) -> tuple[sp.Expr, bool]:
     """Remove DiracDelta terms (a derivative of a kink): returns (expr without them, whether any were there)."""
     if not expr.has(sp.DiracDelta):
         return expr, False
@@ -98,11 +98,11 @@ class Activation:
     @cached_property
     def d2_expr(self) -> sp.Expr:
         """sigma'' with DiracDelta terms dropped (the almost-sure value used in Hessians)."""
-        return _drop_dirac(self.d2_distribution)[0]
+        return drop_dirac(self.d2_distribution)[0]
 
     @property
     def singular_second_derivative(self) -> bool:
-        return _drop_dirac(self.d2_distribution)[1]
+        return drop_dirac(self.d2_distribution)[1]
 
     @cached_property
     def kinks(self):
@@ -150,7 +150,7 @@ class Loss:
 
     @cached_property
     def d2_expr(self):
-        return _drop_dirac(sp.diff(self.expr, cv.YHAT, 2))[0]
+        return drop_dirac(sp.diff(self.expr, cv.YHAT, 2))[0]
 
     @cached_property
     def derivative_jumps(self) -> bool:

@@ -67,7 +67,7 @@ def _arguments(expr: sp.Expr, var: sp.Symbol) -> list:
 
 
 def _zeros(g: sp.Expr, var: sp.Symbol, grid: np.ndarray) -> list:
-    from .ingredients import _drop_dirac, lambdify_safe
+    from .ingredients import drop_dirac, lambdify_safe
 
     try:  # exact roots of a low-degree polynomial argument (max(0, x), abs(x - 1), ...)
         poly = sp.Poly(g, var)
@@ -75,7 +75,7 @@ def _zeros(g: sp.Expr, var: sp.Symbol, grid: np.ndarray) -> list:
             return [float(r) for r in poly.real_roots() if abs(float(r)) <= grid[-1]]
     except (sp.PolynomialError, sp.polys.polyerrors.GeneratorsNeeded, ValueError, TypeError, NotImplementedError):
         pass
-    f = lambdify_safe([var], _drop_dirac(g)[0], "kink_argument")
+    f = lambdify_safe([var], drop_dirac(g)[0], "kink_argument")
     v = np.asarray(f(grid), dtype=float)
     out = [float(x) for x in grid[v == 0.0]]
     s = np.sign(v)
@@ -94,11 +94,11 @@ def _limits(f, x: float, h: float):
 
 def find_kinks(expr: sp.Expr, var: sp.Symbol) -> Kinks:
     """Kinks and discontinuities of sigma(var) = expr on [-X_RANGE, X_RANGE] (see the module docstring)."""
-    from .ingredients import _drop_dirac, lambdify_safe
+    from .ingredients import drop_dirac, lambdify_safe
 
     s0 = lambdify_safe([var], expr, "sigma")
     d1_expr = sp.diff(expr, var)
-    s1 = lambdify_safe([var], _drop_dirac(d1_expr)[0], "sigma_prime")
+    s1 = lambdify_safe([var], drop_dirac(d1_expr)[0], "sigma_prime")
     grid = np.arange(-X_RANGE, X_RANGE + GRID_STEP / 2, GRID_STEP)
     cands = {}
     for g in _arguments(expr, var) + _arguments(d1_expr, var):

@@ -29,7 +29,7 @@ from .. import conventions as cv
 from ..errors import TheorykitError
 from ..rules import (composite_gauss_legendre, conditional_means, gauss_legendre_normal, monte_carlo_normal,
                      quantile_bins, tensor)
-from .gaussian import expectation, _trunc, breakpoints, _NotClosed, interior_point
+from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point
 from .ingredients import Link, link as make_link
 
 
@@ -273,7 +273,7 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
         if sp.simplify(dh) != 0:
             return None
         pts = breakpoints(h, z)
-    except (_NotClosed, Exception):
+    except (NotClosed, Exception):
         return None
     edges = [-sp.oo] + pts + [sp.oo]
     groups = {}
@@ -281,7 +281,7 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
         t = interior_point(lo, hi)
         c = sp.nsimplify(h.subs(z, t))
         p_, m_ = groups.get(c, (0, 0))
-        groups[c] = (p_ + _trunc(0, lo, hi), m_ + _trunc(2, lo, hi))
+        groups[c] = (p_ + truncate(0, lo, hi), m_ + truncate(2, lo, hi))
     total = sum(m2 ** 2 / p - 2 * m2 + p for p, m2 in groups.values())  # sum_c P_c (E[z^2|c] - 1)^2
     total = sp.simplify(total)
     if total == 0:

@@ -181,10 +181,10 @@ class Network:
     @cached_property
     def D_expr(self) -> sp.Matrix:
         """D(r, y) = hess_r l(y, f(r)), m x m (DiracDelta terms from kinks dropped: they vanish a.s.)."""
-        from .ingredients import _drop_dirac
+        from .ingredients import drop_dirac
 
         H = sp.hessian(self.loss_expr, self.r)
-        return H.applyfunc(lambda e: _drop_dirac(e)[0])
+        return H.applyfunc(lambda e: drop_dirac(e)[0])
 
     def lambdified_symbolic(self):
         """(r (N, m), y (N,)) -> (F (N, m), D (N, m, m)) straight from F_expr and D_expr (slow; for checks)."""
