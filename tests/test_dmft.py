@@ -174,7 +174,8 @@ def test_bias_check_keeps_the_main_replicas_and_reports_a_bias():
     b = checked.bias
     assert b["gram"].shape == checked.gram.shape and b["stderr"]["train_loss"].shape == (5,)
     assert np.allclose(b["gram"][0], 0) and np.all(b["stderr"]["train_loss"][1:] > 0)
-    assert "bias_check" in checked.settings and "bias" in checked.as_dict()
+    assert checked.settings["bias_check"] is True and "more replicas of 512 paths" in checked.method["bias_check"]
+    assert "bias" in checked.as_dict() and checked.as_dict()["method"] == checked.method
 
 
 def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
@@ -185,7 +186,7 @@ def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
     assert p.shape == (11,) and np.all((p >= 0) & (p <= 1)) and p[-1] > p[0]
     assert np.allclose(r.M, 0)  # no easy direction
     assert r.hard_ess.shape == (11,) and np.all((r.hard_ess > 0) & (r.hard_ess <= 1))
-    assert r.settings["hard_process"]["exact_fraction"] > 0.99 and len(r.as_dict()["hard"]["ess"]) == 11
+    assert r.method["hard_process"]["exact_fraction"] > 0.99 and len(r.as_dict()["hard"]["ess"]) == 11
 
 
 def test_no_hard_direction_has_no_finite_d_prediction():
@@ -488,9 +489,9 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     monkeypatch.setattr(sys.modules["theorykit.dynamics.solver"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
-    assert "re-solved with 'direct'" in r.settings["response_auto"]
+    assert "re-solved with 'direct'" in r.method["response_auto"]
     s = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2, response="stein")
-    assert s.settings["response"] == "stein" and s.settings["response_auto"] is None
+    assert s.settings["response"] == "stein" and s.method["response_auto"] is None
 
 
 def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
@@ -500,7 +501,7 @@ def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
     net = dict(activation="gelu", link="sign-symmetric", loss="logistic", width=1)
     kw = dict(**net, delta=8.0, eta=1.0, steps=30, paths=16384, replicas=4, seed=2)
     auto = dmft(**kw)
-    assert auto.settings["latent"] == "monte-carlo" and "not smooth" in auto.settings["latent_auto"]
+    assert auto.settings["latent"] == "monte-carlo" and "not smooth" in auto.method["latent_auto"]
     gh = dmft(**kw, latent="gauss-hermite")
     from theorykit import simulate
 
@@ -510,4 +511,4 @@ def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
     assert abs(auto.C_theta_tt[30, 0, 0] - g.mean()) <= 4 * se + 0.03 * g.mean()
     assert abs(gh.C_theta_tt[30, 0, 0] - g.mean()) > 4 * se + 0.03 * g.mean()
     smooth = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=1, paths=2048, replicas=2)
-    assert smooth.settings["latent"] == "gauss-hermite" and "e-1" in smooth.settings["latent_auto"]
+    assert smooth.settings["latent"] == "gauss-hermite" and "e-1" in smooth.method["latent_auto"]

@@ -55,10 +55,11 @@ def test_direct_responses_are_refused_with_a_kink_and_auto_uses_stein():
     with pytest.raises(TheorykitError, match="cannot carry the Dirac terms"):
         tk.dmft("relu", "z", "square", 1, delta=2, eta=1, steps=2, paths=256, replicas=2, response="stein", window=2)
     r = tk.dmft("relu", "z", "square", 1, delta=2, eta=0.1, steps=2, paths=1024, replicas=2)
-    assert r.settings["response"] == "stein" and "kinked" in r.settings["response_auto"]
-    assert r.settings["kinks"]["exact"] is True and r.settings["kinks"]["activation"]["points"] == [0.0]
+    assert r.settings["response"] == "stein" and "kinked" in r.method["response_auto"]
+    assert r.method["kinks"]["exact"] is True and r.method["kinks"]["activation"]["points"] == [0.0]
+    assert r.settings["kinked"] is True
     smooth = tk.dmft("gelu", "z", "square", 1, delta=2, eta=1, steps=1, paths=256, replicas=2)
-    assert smooth.settings["kinks"] is None
+    assert smooth.method["kinks"] is None and smooth.settings["kinked"] is False
 
 
 def test_equal_time_response_of_relu_at_t0_is_exact():
@@ -162,4 +163,4 @@ def test_hard_process_of_relu_at_t1_is_exact():
     r = tk.dmft("relu", "phase-retrieval", "square", 1, delta=delta, eta=1.0, steps=2, paths=16384, replicas=4)
     se = float(r.stderr["C_mu"][1, 0, 0, 0])
     assert abs(float(r.C_mu[1, 0, 0, 0]) - exact) <= 4 * se + 1e-3 * exact
-    assert "Stein" in r.settings["kinks"]["hard_process"]
+    assert "Stein" in r.method["kinks"]["hard_process"]

@@ -7,7 +7,7 @@
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
 --kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (when the bias check ran: with Stein's responses, or --bias-check on), settings,
-seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
+method (prose: how it was solved), problem, seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
 M_rel_stderr, noise_limited, predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr,
 noise_limited, how}]} with --capture).
 """

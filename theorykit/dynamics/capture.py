@@ -3,6 +3,7 @@ cos^2 > 1/2 on a hard direction by the horizon."""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -14,8 +15,8 @@ from .hard_process import hard_subspace_basis
 CAPTURE_NOISE_RSE = 0.25
 
 
-def capture_threshold(activation, link, loss="square", width: int = 1, *, delta: float, eta: float, steps: int,
-                      lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
+def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
+                      eta: Optional[float] = None, steps: Optional[int] = None, lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
                       rtol: float = defaults.CAPTURE_RTOL, **kw) -> dict:
     """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
     first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol or hi <= (1 + rtol) lo.
@@ -28,10 +29,31 @@ def capture_threshold(activation, link, loss="square", width: int = 1, *, delta:
     replicas' relative s.e. of M_T along e at the bracket ends (the larger), "noise_limited": whether it exceeds
     CAPTURE_NOISE_RSE (then the replicas' Monte-Carlo noise drives the hard overlap and m_star is too large: raise
     paths, or use a link that Gauss-Hermite integrates)}.
+
+    Also ``capture_threshold(problem, lo=..., **kw)`` with a :class:`theorykit.Problem` (constant steps, m = 1; its
+    a, b, ridge and Sigma0 are used, its M0 is what the bisection sets).
     """
     from .._checks import check_number as _check_number
+    from ..problem import Problem
     from ..symbolic.ingredients import link as make_link
     from .solver import dmft
+
+    if isinstance(activation, Problem):
+        pr = activation
+        if link is not None or delta is not None or eta is not None or steps is not None:
+            raise TheorykitError("capture_threshold(problem, ...): link, delta, eta and steps are part of the Problem")
+        if pr.eta is None:
+            raise TheorykitError("capture_threshold needs constant-step GD (a Problem with eta and steps)")
+        if pr.M0 is not None:
+            raise TheorykitError("capture_threshold sets M0 itself: give a Problem without M0")
+        for key, val in (("a", pr.a), ("b", pr.b), ("ridge", pr.ridge if pr.ridge else None),
+                         ("Sigma0", None if pr.Sigma0 is None else pr.Sigma0_matrix)):
+            if val is not None:
+                kw.setdefault(key, val)
+        activation, link, loss, width, delta, eta, steps = (pr.activation, pr.link, pr.loss, pr.width, pr.delta,
+                                                            pr.eta, pr.steps)
+    elif link is None or delta is None or eta is None or steps is None:
+        raise TheorykitError("capture_threshold: give a Problem, or activation, link, delta, eta and steps")
 
     if width != 1:
         raise TheorykitError("capture_threshold is defined for width m = 1")

@@ -464,8 +464,8 @@ def _transpose(A):
 
 
 # ------------------------------------------------------------------------------------------------ entry point
-def dmft_closed_form(activation, link, loss="square", width: int = 1, *, a=None, b=None, delta, eta, ridge=0,
-                     Sigma0=None, M0=None) -> ClosedFormDMFT:
+def dmft_closed_form(activation, link=None, loss="square", width: int = 1, *, a=None, b=None, delta=None, eta=None,
+                     ridge=0, Sigma0=None, M0=None) -> ClosedFormDMFT:
     """Exact DMFT quantities at t = 0, 1 for polynomial sigma, loss and link (docs/theory.md §3).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network` (polynomial sigma and loss only; a, b numbers,
@@ -475,7 +475,21 @@ def dmft_closed_form(activation, link, loss="square", width: int = 1, *, a=None,
     default 0): the law of the initialisation, Theta(0)^T Theta(0) -> M0^T M0 + Sigma0, Theta*^T Theta(0) -> M0.
     Equations, method and limits: module docstring of ``theorykit.symbolic.dmft_closed``.
     Returns a :class:`ClosedFormDMFT`.  Non-polynomial ingredients raise :class:`TheorykitError`.
+    Also ``dmft_closed_form(problem)`` with a :class:`theorykit.Problem` (its eta, or its first step size).
     """
+    from ..problem import Problem
+
+    if isinstance(activation, Problem):
+        pr = activation
+        if link is not None or delta is not None or eta is not None:
+            raise TheorykitError("dmft_closed_form(problem): link, delta and eta are part of the Problem")
+        activation, link, loss, width, a, b = pr.activation, pr.link, pr.loss, pr.width, pr.a, pr.b
+        delta, ridge = pr.delta, pr.ridge
+        eta = pr.eta if pr.eta is not None else pr.schedule[0]
+        Sigma0 = None if pr.Sigma0 is None else pr.Sigma0_matrix
+        M0 = None if pr.M0 is None else pr.M0_matrix
+    elif link is None or delta is None or eta is None:
+        raise TheorykitError("dmft_closed_form: give a Problem, or activation, link, delta and eta")
     try:
         net = Network(activation, loss, width, a=a, b=b)
     except TypeError:

@@ -127,6 +127,7 @@ class DMFTResult:
     problem: Optional[object] = None  # the theorykit.Problem solved (None if the ingredients have no spec string)
     laws: Optional[dict] = None  # t -> PathLaw at the times requested with keep_law_at
     excluded_masks: Optional[list] = None  # per replica: the paths excluded by the end (the scan mode unites them)
+    method: Optional[dict] = None  # how it was solved, in words (latent rule, estimators, errors, kinks)
 
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (docs/theory.md §3.2).
@@ -241,6 +242,7 @@ class DMFTResult:
             "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
             "diverged_at": self.diverged_at,
             "problem": (None if self.problem is None else self.problem.to_dict()),
+            "method": self.method,
         }
         if self.kernels is not None:
             out["kernels"] = {k: np.asarray(v).tolist() for k, v in self.kernels.items()}

@@ -39,7 +39,7 @@ def dmft_scan(problem, deltas, **options) -> list:
     first = dmft(problem.replace(delta=deltas[0]), **options)
     st = first.settings
     frozen = dict(latent=st["latent"], order=st["order"], response=st["response"],
-                  window=(st["window"] or 0), bias_check=st["bias_check"] is not None)
+                  window=(st["window"] or 0), bias_check=bool(st["bias_check"]))
     if st["response"] == "direct":
         frozen["response_paths"] = st["response_paths_per_replica"]
     opts = {**options, **frozen}

@@ -67,6 +67,11 @@ from .sample_side import DIVERGENCE_LIMIT, EXCLUDED_LIMIT, PATH_LIMIT, solve_onc
 HARD_RELIABLE_RSE = 0.05
 
 
+#: keys of the solve's description that are prose (DMFTResult.method), not settings
+METHOD_KEYS = ("latent_auto", "response_auto", "excluded", "stderr", "test_loss", "hard_reliable_until", "hard_process",
+               "D_tail", "kinks")
+
+
 def _kink_settings(net, response: str, window: int):
     """How the Dirac terms of a kinked activation or loss entered the solve (docs/theory.md §3.1), or None."""
     kinks, jumps = net.activation.kinks, net.loss.derivative_jumps
@@ -412,7 +417,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
             # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
             # 31, direct ran to t = 150)
             res = dmft(**{**call, "response": "direct"})
-            res.settings["response_auto"] = (f"'stein' diverged at step {step} with a stable per-sample curvature "
+            res.method["response_auto"] = (f"'stein' diverged at step {step} with a stable per-sample curvature "
                                              "(a numerical instability of the estimator): re-solved with 'direct'")
             res.seconds = _time.perf_counter() - t0
             return res
@@ -465,6 +470,10 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
                   "(replica means) of the quadrature x Monte-Carlo measure",
     }
+    # prose about how it was solved goes in ``method``; ``settings`` keeps the numbers and choices
+    method = {k: settings.pop(k) for k in METHOD_KEYS}
+    method["bias_check"], settings["bias_check"] = settings["bias_check"], bool(bias_check)
+    settings["kinked"] = method["kinks"] is not None
     try:
         problem = Problem(activation, link, loss, width, a=a, b=b, delta=delta, ridge=ridge,
                           eta=(None if schedule is not None else eta), steps=(None if schedule is not None else steps),
@@ -479,7 +488,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         laws = {t_: PathLaw.combine(t_, [r_["laws"][t_] for r_ in results], hard_basis,
                                     latent + (f" ({order} nodes per dimension)" if latent == "gauss-hermite" else ""))
                 for t_ in keep_law_at if all(t_ in r_["laws"] for r_ in results)}
-    return DMFTResult(problem=problem, laws=laws, excluded_masks=[r_["excluded_mask"] for r_ in results],
+    return DMFTResult(problem=problem, method=method, laws=laws, excluded_masks=[r_["excluded_mask"] for r_ in results],
         status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
