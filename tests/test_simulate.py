@@ -11,7 +11,7 @@ from theorykit.errors import TheorykitError
 from theorykit.referee.gd import empirical_risk, risk_gradient, simulate
 
 JSON_KEYS = {"status", "t", "M", "gram", "train_loss", "test_loss", "population_test_loss",
-             "population_test_loss_error", "success", "escape_time", "hessian", "settings", "problem"}
+             "population_test_loss_error", "success", "escape_time", "hessian", "settings", "method", "problem"}
 
 
 def _fd_gradient(net, X, y, theta, ridge, h=1e-5):
@@ -175,7 +175,7 @@ def test_cli_json_keys(capsys):
     assert len(out["train_loss"]) == 4 and len(out["success"]) == 4 and out["hessian"] == []
     assert len(out["population_test_loss"]) == 4 and len(out["population_test_loss_error"]) == 4
     s = out["settings"]
-    assert s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in s
+    assert s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in out["method"] and "theta_star" not in s
     # values, not just keys: the CLI run is the API run with the same settings (bit for bit: JSON keeps a float's
     # shortest repr), and t = 0 is the documented first draw from default_rng(seed): Theta0 ~ N(0, I/d), then X
     res = simulate("gelu", "phase-retrieval", "square", 2, delta=2, d=40, steps=3, eta=0.5, seed=1, n_test=50)
@@ -237,7 +237,7 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
     pop, err = res.population_test_loss, res.population_test_loss_error
     assert pop.shape == err.shape == res.test_loss.shape == (9,)
     assert np.all(np.isfinite(pop)) and np.all(err < 1e-2)
-    assert res.settings["population_test_loss"]["max_error"] == pytest.approx(err.max())
+    assert res.method["population_test_loss"]["max_error"] == pytest.approx(err.max())
     net, lk = tk.Network("tanh", "square", width), tk.link(link)
     rng = np.random.default_rng(seed)
     theta0 = rng.standard_normal((d, width)) / math.sqrt(d)
@@ -253,7 +253,7 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
 def test_population_test_loss_skipped_with_too_many_gaussian_variables():
     res = simulate("gelu", "staircase", "square", 3, delta=2, d=30, steps=2, eta=0.5, n_test=50)
     assert res.population_test_loss is None and res.population_test_loss_error is None
-    assert "k + noisy + m = 2 + 0 + 3 > 4" in res.settings["population_test_loss"]
+    assert "k + noisy + m = 2 + 0 + 3 > 4" in res.method["population_test_loss"]
     out = res.as_dict()
     assert out["population_test_loss"] is None and set(out) == JSON_KEYS
 
@@ -262,7 +262,7 @@ def test_population_test_loss_exact_for_polynomial_network():
     res = simulate("quad", "phase-retrieval", "square", 2, delta=2, d=50, steps=3, eta=0.05, n_test=50)
     assert "population_test_loss" not in res.settings  # computed on first access: sweeps never pay for it
     assert np.all(res.population_test_loss_error == 0.0)
-    (method,) = res.settings["population_test_loss"]["methods"]
+    (method,) = res.method["population_test_loss"]["methods"]
     assert "exact for polynomials" in method
     # independent check at t = 0 with the population_loss front door
     M, gram = res.M[0], res.gram[0]

@@ -1,11 +1,11 @@
 """theorykit simulate --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D --d DIM --steps T
 --eta ETA [--init random|spectral] [--spectral-T EXPR] [--constrained] [--seed S] [--hessian-every K] [--ridge R]
-[--hessian-method auto|lanczos|dense] [--n-test N] [--progress] [--json]
+[--hessian-method auto|lanczos|dense] [--n-test N] [--M0 LIST] [--Sigma0 LIST] [--progress] [--json]
 
 JSON keys: status, t, M, gram, train_loss, test_loss, population_test_loss, population_test_loss_error, success,
-escape_time, hessian, settings, problem (theorykit.Problem.to_dict(): with settings it re-runs the result) (+
-diverged_at).  population_test_loss[_error] are null when k + noisy + m > 4
-(settings.population_test_loss says why).
+escape_time, hessian, settings (numbers and choices), method (conventions and the population loss' method, in
+words), problem (theorykit.Problem.to_dict(): with settings it re-runs the result) (+ diverged_at).
+population_test_loss[_error] are null when k + noisy + m > 4 (method.population_test_loss says why).
 """
 import sys
 

@@ -23,7 +23,7 @@ Conventions (all recorded in ``result.settings``):
   E[l(y, f(M_t^T z + g))] with g ~ N(0, C_t), C_t = gram_t - M_t^T M_t (exact at every d because Theta* is the first
   k axes: r = Theta^T x = M_t^T z + Theta_t[k:]^T x[k:]), by theorykit.population with Gauss-Hermite quadrature
   (orders POPULATION_ORDER, or exact for polynomial sigma, l, h), computed from M and gram on first access (after the
-  run, so it costs nothing in the GD loop) when k + noisy + m <= 4 (else None; ``settings["population_test_loss"]``
+  run, so it costs nothing in the GD loop) when k + noisy + m <= 4 (else None; ``method["population_test_loss"]``
   says which).
 * **Random init**: theta_j(0) ~ N(0, I_d/d).  A Problem with a non-default initial law (Sigma0, M0) starts from
   Theta(0) = Theta* M0 + G Sigma0^(1/2) / sqrt(d), G the same (d, m) standard normal draw: the rows of the
@@ -96,10 +96,12 @@ class SimulationResult:
                   out["problem"]), d=..., seed=..., ...)`` with the numeric settings re-runs it)
     population_test_loss        (T,) the population (fresh-sample) test loss E[l(y, f(M_t^T z + g))], g ~ N(0, C_t),
                                 C_t = gram_t - M_t^T M_t (theorykit.population), or None when k + noisy + m > 4
-                                (settings["population_test_loss"] says which)
+                                (method["population_test_loss"] says which)
     population_test_loss_error  (T,) its quadrature error estimate (0 for the exact polynomial tier), or None
+    method        how it was computed, in words (conventions, the population loss' method); settings hold numbers
+                  and choices only
     Both are computed on first access (or by as_dict) from M and gram, so runs that never read them (sweeps) pay
-    nothing; computing them fills settings["population_test_loss"].
+    nothing; reading never changes settings or method (the values live in a private cache).
     """
 
     status: str
@@ -116,6 +118,7 @@ class SimulationResult:
     diverged_at: Optional[dict] = None
     theta: Optional[np.ndarray] = field(default=None, repr=False)
     problem: Optional[Problem] = None
+    method_text: dict = field(default_factory=dict, repr=False)
     _population_inputs: Optional[tuple] = field(default=None, repr=False, compare=False)  # (net, link)
     _population_cache: Optional[tuple] = field(default=None, repr=False, compare=False)
 
@@ -128,18 +131,23 @@ class SimulationResult:
     def population_test_loss_error(self) -> Optional[np.ndarray]:
         return self._population()[1]
 
+    @property
+    def method(self) -> dict:
+        """How the run was computed, in words: the conventions, and the population test loss' method."""
+        return {**self.method_text, "population_test_loss": self._population()[2]}
+
     def _population(self) -> tuple:
         if self._population_cache is None:
             if self._population_inputs is None:
-                self._population_cache = (None, None)
+                self._population_cache = (None, None, "not available")
             else:
                 net, lk = self._population_inputs
-                self._population_cache = _population_test_loss(net, lk, self.M, self.gram, self.settings)
+                self._population_cache = _population_test_loss(net, lk, self.M, self.gram)
         return self._population_cache
 
     def as_dict(self) -> dict:
         """The JSON contract: keys status, t, M, gram, train_loss, test_loss, population_test_loss (list or null),
-        population_test_loss_error (list or null), success, escape_time, hessian, settings, problem (plus
+        population_test_loss_error (list or null), success, escape_time, hessian, settings, method, problem (plus
         diverged_at when diverged)."""
         def opt(a):
             return None if a is None else np.asarray(a).tolist()
@@ -151,7 +159,7 @@ class SimulationResult:
                "success": [bool(s) for s in self.success], "escape_time": self.escape_time,
                "hessian": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in h.items()}
                            for h in self.hessian],
-               "settings": self.settings,
+               "settings": self.settings, "method": self.method,
                "problem": None if self.problem is None else self.problem.to_dict()}
         if self.diverged_at is not None:
             out["diverged_at"] = dict(self.diverged_at)
@@ -272,17 +280,15 @@ def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
     return {"eigenvalues": ev, "hard_overlap2": ov, "hard_weight": hw, "method": str(hs.method)}
 
 
-def _population_test_loss(net, lk, M_hist, gram_hist, settings):
-    """Population test loss and its error at every recorded step (module docstring), or (None, None) with the reason
-    in settings["population_test_loss"]."""
+def _population_test_loss(net, lk, M_hist, gram_hist):
+    """(population test loss, its error, how it was computed) at every recorded step (module docstring), or
+    (None, None, the reason)."""
     from ..population import PopulationLoss, QUADRATURE_MAX_DIM
 
     k, m, noisy = lk.k, net.m, int(lk.noisy)
     if k + noisy + m > QUADRATURE_MAX_DIM:
-        settings["population_test_loss"] = (f"not computed: k + noisy + m = {k} + {noisy} + {m} > "
-                                            f"{QUADRATURE_MAX_DIM} Gaussian variables (use theorykit.population_loss "
-                                            "with Monte Carlo on M and gram)")
-        return None, None
+        return None, None, (f"not computed: k + noisy + m = {k} + {noisy} + {m} > {QUADRATURE_MAX_DIM} Gaussian "
+                            "variables (use theorykit.population_loss with Monte Carlo on M and gram)")
     T = len(M_hist)
     vals, errs, methods = np.empty(T), np.empty(T), {}
     pl = PopulationLoss(net, lk, order=POPULATION_ORDER)  # rules and y on the nodes are built once
@@ -297,11 +303,10 @@ def _population_test_loss(net, lk, M_hist, gram_hist, settings):
         except TheorykitError as exc:  # e.g. the loss overflows on the nodes just before a divergence
             vals[t], errs[t], meth = np.inf, np.inf, f"not finite: {exc}"
         methods[meth] = methods.get(meth, 0) + 1
-    settings["population_test_loss"] = {
-        "definition": "E[l(y, f(M_t^T z + g))], z ~ N(0, I_k), g ~ N(0, C_t), C_t = gram_t - M_t^T M_t",
-        "methods": {meth: f"{c} step{'s' if c != 1 else ''}" for meth, c in methods.items()},
-        "max_error": float(errs.max(initial=0.0))}
-    return vals, errs
+    info = {"definition": "E[l(y, f(M_t^T z + g))], z ~ N(0, I_k), g ~ N(0, C_t), C_t = gram_t - M_t^T M_t",
+            "methods": {meth: f"{c} step{'s' if c != 1 else ''}" for meth, c in methods.items()},
+            "max_error": float(errs.max(initial=0.0))}
+    return vals, errs, info
 
 
 # ------------------------------------------------------------------------------------------------ simulate
@@ -441,10 +446,10 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
         "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
-        "success_threshold": SUCCESS_THRESHOLD, "theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
-        "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
-        "float": "float64",
+        "success_threshold": SUCCESS_THRESHOLD, "float": "float64",
     }
+    method_text = {"theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
+                   "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)"}
 
     M_hist = np.empty((steps + 1, k, m))
     gram_hist = np.empty((steps + 1, m, m))
@@ -503,4 +508,5 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         gram=gram_hist[:T].copy(), train_loss=train[:T].copy(), test_loss=test[:T].copy(),
         overlap=overlap[:T].copy(), success=success, escape_time=int(hits[0]) if hits.size else None,
         hessian=hessian, settings=settings, diverged_at=diverged_at,
-        theta=theta.copy() if diverged_at is None else None, problem=problem, _population_inputs=(net, lk))
+        theta=theta.copy() if diverged_at is None else None, problem=problem, method_text=method_text,
+        _population_inputs=(net, lk))
