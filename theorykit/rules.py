@@ -43,6 +43,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ._checks import check_number
 from .errors import TheorykitError
 
 __all__ = ["Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
@@ -279,12 +280,7 @@ def gauss_legendre_normal(n: int, width: float = 10.0, order: int = 8) -> Rule:
     (1 - 1.5e-23 for width 10); mirror-symmetric to the last bit.  Suits integrands that jump or kink (the error is
     set by the panel width, not by smoothness).  Companion: half the panels."""
     n, order = _composite_checked(n, order)
-    try:
-        width = float(width)
-    except (TypeError, ValueError):
-        raise TheorykitError(f"width must be a positive number, got {width!r}") from None
-    if not (math.isfinite(width) and width > 0):
-        raise TheorykitError(f"width must be a positive finite number, got {width}")
+    width = check_number("width", width, lambda v: v > 0, "a positive finite number")
     u, w = _composite_unit(n // order, order)
     t, w = width * u, width * w * np.exp(-(width * width / 2) * u * u) / np.sqrt(2 * np.pi)
     c = _composite_coarser(n, order)

@@ -35,6 +35,7 @@ import sympy as sp
 from scipy import optimize
 
 from .. import conventions as cv
+from .._checks import check_number
 from ..errors import TheorykitError
 from ..symbolic.ingredients import DELTA, Link, Preprocessing, link as make_link, preprocessing as make_preprocessing
 
@@ -236,13 +237,7 @@ def outlier(law: SpectralLaw, delta: float) -> SpectralPrediction:
 
 # --------------------------------------------------------------------------------- laws from (link, T, delta)
 def _check_delta(delta) -> float:
-    try:
-        delta = float(delta)
-    except (TypeError, ValueError):
-        raise TheorykitError(f"delta must be a number (got {delta!r})") from None
-    if not (math.isfinite(delta) and delta > 0):
-        raise TheorykitError(f"delta must be a positive finite number (got {delta})")
-    return delta
+    return check_number("delta", delta, lambda v: v > 0, "a positive finite number")
 
 
 def _single_index(spec) -> Link:
