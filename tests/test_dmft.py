@@ -486,7 +486,7 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     import sys
 
     monkeypatch.setattr(sys.modules["theorykit.dynamics.sample_side"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
-    monkeypatch.setattr(sys.modules["theorykit.dynamics.solver"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
+    monkeypatch.setattr(sys.modules["theorykit.dynamics.plan"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
     assert "re-solved with 'direct'" in r.method["response_auto"]

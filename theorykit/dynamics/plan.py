@@ -3,10 +3,16 @@ and memory (docs/theory.md §3, numerics)."""
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
+from .._checks import check_int, physical_memory
+from ..errors import TheorykitError
 from ..rules import gauss_hermite
+from .hard_process import HARD_RANK, HARD_RESIDUAL
 
 #: response="auto" uses Stein's lemma when every step size is at least this, propagated Jacobians otherwise
 STEIN_MIN_ETA = 0.25
@@ -51,3 +57,126 @@ def hermite_moment_error(link, order: int) -> float:
         return np.array(out)
 
     return float(np.max(np.abs(moments(order) - moments(8 * order))))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one DMFT solve is carried out, decided before any path is drawn: the latent rule (and why, when 'auto'
+    chose), the response estimator (and whether 'auto' chose it), the window, whether an ingredient is kinked, the
+    bias check, the batch (``batch_args`` for :func:`theorykit.dynamics.sample_side.make_batch`: main and response
+    paths per replica), the memory estimate per replica (bytes) and the number of parallel processes."""
+
+    latent: str
+    latent_auto: Optional[str]
+    order: Optional[int]
+    response: str
+    auto: bool
+    window: int
+    kinked: bool
+    bias_check: bool
+    batch_args: tuple
+    n_main: int
+    n_resp: int
+    memory: float
+    processes: int
+
+
+def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
+              bias_check, processes, kinks) -> Plan:
+    """The :class:`Plan` of a solve (docs/theory.md §3, numerics): latent rule with its accuracy check, response
+    estimator ('auto': direct Jacobians on the whole batch when they fit, else Stein for steps >= STEIN_MIN_ETA,
+    else direct on a sub-batch; Stein only with a kink), bias check ('auto': on with Stein), batch sizes (powers of
+    two for Sobol) and a memory guard (one-line error above 60% of the machine)."""
+    m, k, T = net.m, lk.k, len(etas)
+    nlat = k + (1 if lk.noisy else 0)
+    latent_auto = None
+    if latent == "auto":
+        latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
+        if latent == "gauss-hermite":
+            q = order or (32 if nlat == 1 else 16)
+            err_q = hermite_moment_error(lk, q)
+            latent_auto = f"Gauss-Hermite with {q} nodes per dimension: link moment error {err_q:.1e}"
+            if err_q > HERMITE_MOMENT_TOL:
+                latent = "monte-carlo"
+                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z): Monte-Carlo latents "
+                                "instead")
+        else:
+            latent_auto = f"Monte-Carlo latents ({nlat} latent dimensions)"
+    if latent not in ("gauss-hermite", "monte-carlo"):
+        raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
+    if response not in ("auto", "stein", "direct"):
+        raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
+    window = check_int("window", window, 0)
+    auto = response == "auto"
+    if auto:
+        # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
+        # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
+        # blew up at step 27-29 while direct Jacobians ran to t = 300.
+        # Stein's noise also biases C_theta (it enters quadratically): on the linear model's exact limit
+        # (docs/theory.md §3, theorykit.linear_gd) Stein at 20000 paths had the test loss 9% low, direct Jacobians on
+        # the whole batch were within their standard error.  So direct whenever the whole batch fits.
+        per_rep = max(1, paths // replicas)
+        if latent == "gauss-hermite":
+            Q_ = (order or (32 if nlat == 1 else 16)) ** nlat
+            n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
+        else:
+            n_est = 1 << int(math.log2(max(per_rep, 1)))
+        whole = (not window and n_est * (T + 1) ** 2 * m * m * 4 <= RESPONSE_MEMORY
+                 and (T + 1) ** 3 / 3 * m ** 3 * n_est <= DIRECT_AUTO_FLOPS)
+        response = "direct" if whole or float(np.min(etas)) < STEIN_MIN_ETA else "stein"
+        if whole:
+            response_paths = None
+    kinked = bool(kinks) or net.loss.derivative_jumps
+    if kinked:
+        # Propagated Jacobians cannot carry a jump of u = F(r, y) (the chain rule through a jump is not defined; with
+        # the Dirac terms averaged over their innovation the Gram came out 9.6% high at t = 6 for ReLU, a = (1, -1),
+        # delta = 3): Stein's lemma is exact for any kink (docs/theory.md §3.1).
+        if not auto and (response == "direct" or window):
+            raise TheorykitError(f"response={response!r}{f' with window={window}' if window else ''} cannot carry the "
+                                 "Dirac terms of a kinked activation or loss; use response='stein' (or 'auto') "
+                                 "with window=0")
+        response, window = "stein", 0
+    if bias_check == "auto":
+        # Stein's noise biases C_theta (quadratically); direct Jacobians on the whole batch are within their error
+        bias_check = response == "stein"
+    if not isinstance(bias_check, (bool, np.bool_)):
+        raise TheorykitError(f"bias_check must be True, False or 'auto', got {bias_check!r}")
+    if response == "stein":
+        response_paths = 1  # no response batch is propagated
+    if sampler not in ("sobol", "random"):
+        raise TheorykitError(f"sampler must be 'sobol' or 'random', got {sampler!r}")
+    per_replica = max(1, paths // replicas)
+
+    def pow2(v):  # Sobol nets are balanced at powers of two
+        return 1 << int(math.log2(max(v, 1))) if sampler == "sobol" else max(v, 1)
+    bytes_per_resp = (T + 1) ** 2 * m * m * 4
+    resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
+    if latent == "gauss-hermite":
+        if nlat > 3:
+            raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="
+                                 f"'monte-carlo'")
+        order = order or (32 if nlat == 1 else 16)
+        check_int("order", order, 2)
+        Q = order ** nlat
+        per_node = pow2(per_replica // Q)
+        want = response_paths if response_paths is not None else per_node * Q
+        resp_per_node = max(2, pow2(min(per_node, want // Q, resp_cap // Q)))  # two halves: >= 2 per node
+        per_node = max(per_node, resp_per_node)
+        batch_args = ("gauss-hermite", order, per_node, resp_per_node, 0, 0)
+        n_main, n_resp = per_node * Q, resp_per_node * Q
+    else:
+        n_main = pow2(per_replica)
+        n_resp = max(2, pow2(min(n_main, response_paths or n_main, resp_cap)))
+        n_main = max(n_main, n_resp)
+        batch_args = ("monte-carlo", 0, 0, 0, n_main, n_resp)
+    mem = (n_resp * bytes_per_resp if response == "direct" else 0) + n_main * (T + 1) * m * 8 * 3
+    if hard_basis.shape[1]:  # per-path D^t and the tangents' history (float32), see hard_tangents
+        mem += n_main * (T + 1) * m * (m + (m + HARD_RANK + HARD_RESIDUAL)) * 4
+    procs = processes or min(replicas, os.cpu_count() or 1)
+    phys = physical_memory()
+    if phys and mem * procs > 0.6 * phys:
+        raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
+                             f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
+    return Plan(latent=latent, latent_auto=latent_auto, order=order, response=response, auto=auto, window=window,
+                kinked=kinked, bias_check=bool(bias_check), batch_args=batch_args, n_main=n_main, n_resp=n_resp,
+                memory=mem, processes=procs)

@@ -14,6 +14,7 @@ from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
 from .plan import hermite_rule
+from .responses import direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
 
 #: |r| or gram entries above this count as divergence
 DIVERGENCE_LIMIT = 1e8
@@ -290,68 +291,29 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         Ru[t, t] = np.einsum("nac,n->ac", Dw, wt)  # R_u(t, t) = E[D^t] (J^t_t = I): the whole batch
         if loss_jumps:
             # l' jumps in yhat: the Dirac part sits on a surface f(r) = kink(y); Stein's lemma on the newest innovation
-            # needs no location: E[u^t xi^tT] = E[du^t/dr^t] L(t, t) (u centred within latent nodes as below)
-            ut_ = H[t, m:]
-            uc_ = ut_.reshape(m, P_node, Qn)
-            uc_ = ((uc_ - uc_.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
-            Ru[t, t] = sla.solve_triangular(Ltt, ((uc_ * wt) @ H[t, :m].T).T, lower=True, trans="T",
-                                            check_finite=False).T
+            # needs no location (u centred within latent nodes as below)
+            uc_ = node_centred(H[t, m:], P_node, Qn)
+            Ru[t, t] = stein_equal_time(uc_ * wt, H[t, :m], Ltt)
         if kinked_hard:
             # R_u^zeta(t, s) = E[zeta^2 du^t/dw^s]: equal time as R_u(t, t) (zeta^2 is a function of z, fixed on a
             # path), older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t} R_u^zeta(t, s') L(s', s)
             for j in range(kH):
                 if loss_jumps:
-                    Ru_h[j, t, t] = sla.solve_triangular(Ltt, ((uc_ * (wt * zeta2[:, j])) @ H[t, :m].T).T,
-                                                         lower=True, trans="T", check_finite=False).T
+                    Ru_h[j, t, t] = stein_equal_time(uc_ * (wt * zeta2[:, j]), H[t, :m], Ltt)
                 else:
                     Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
                 if t:
-                    Gz = E[2 + kH + j, :, :t, :m].reshape(m, tm) - Ru_h[j, t, t] @ L[tm:tm + m, :tm]
-                    Ru_h[j, t, :t] = sla.solve_triangular(L[:tm, :tm], Gz.T, lower=True, trans="T",
-                                                          check_finite=False).T.reshape(m, t, m).transpose(1, 0, 2)
+                    Ru_h[j, t, :t] = stein_lags(E[2 + kH + j, :, :t, :m], Ru_h[j, t, t:t + 1], L, t, t, m)
         if kH:
             Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
         if response == "stein":
-            # recent lags t - W <= s < t exactly on the whole batch: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s with
-            # K^s'_s = D^s' J^s'_s kept for the last W steps (ring buffer Kw[s' % W, s % W] of (m, N, m) blocks)
             lo = max(0, t - W)
-            g_, gl_, cv_ = der.grad_f.T, der.grad_f.T * der.l2, der.curv.T  # (m, N)
-            for s_ in range(lo, t):
-                J = np.zeros((m, N, m))
-                for sp_ in range(s_, t):
-                    J += np.einsum("ab,bnc->anc", par.R[t, sp_], Kw[sp_ % W, s_ % W])
-                Kts = gl_[:, :, None] * np.einsum("bn,bnc->nc", g_, J)[None] + cv_[:, :, None] * J  # D^t J^t_s
-                Ru[t, s_] = np.einsum("anc,n->ac", Kts, wt)
-                Kw[t % W, s_ % W] = Kts
-            if W:
-                Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
-            if lo:
-                # older lags by Stein's lemma on w = L xi (L: the factor actually sampled, of C_theta + jitter I):
-                #   E[u^t xi^sT] = sum_{s<=s'<=t} E[D^t J^t_s'] L(s', s),
-                # the terms s' >= lo being known, R_u(t, s < lo) solves a triangular system: O(t m N) per step.
-                lm = lo * m
-                Lsub, Lrest = L[:lm, :lm], L[lm:tm + m, :lm]
-                known = Ru[t, lo:t + 1].transpose(1, 0, 2).reshape(m, tm + m - lm)  # (a, (s', b))
-                G = E[1 + kH, :, :lo, :m].reshape(m, lm) - known @ Lrest          # (m, lo m)
-                row_ = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
-                Ru[t, :lo] = row_.reshape(m, lo, m).transpose(1, 0, 2)
+            if W:  # recent lags t - W <= s < t exactly, from per-path Jacobians on the whole batch
+                window_lags(Ru, Kw, W, t, lo, par.R, der, wt, m, N)
+            if lo:  # older lags by Stein's lemma on w = L xi
+                Ru[t, :lo] = stein_lags(E[1 + kH, :, :lo, :m], Ru[t, lo:t + 1], L, t, lo, m)
         elif response == "direct":
-            # responses on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s for s < t, J^t_t = I,
-            # K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the
-            # sum over s' is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.
-            g = der.grad_f[:NR].T          # (m, NR)
-            gl = g * der.l2[:NR]
-            cv_ = der.curv[:NR].T          # (m, NR)
-            if t:
-                Rt = par.R[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
-                J = np.empty((t, m, NR, m), dtype=np.float32)
-                for s_ in range(t):
-                    np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m),
-                              out=J[s_].reshape(m, NR * m))
-                gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
-                K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
-                Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
-            K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+            direct_lags(Ru, K, t, par.R, der, rwt, m, NR)
         if t < T:
             keep = 1.0 - etas[t] * ridge
             M[t + 1] = keep * M[t] - etas[t] * Ezu[t]

@@ -50,7 +50,6 @@ Numerics:
 from __future__ import annotations
 
 import math
-import os
 import time as _time
 from typing import Optional
 
@@ -58,8 +57,8 @@ import numpy as np
 
 from .. import defaults
 from ..errors import TheorykitError
-from .hard_process import HARD_RANK, HARD_RESIDUAL, hard_subspace_basis
-from .plan import DIRECT_AUTO_FLOPS, HERMITE_MOMENT_TOL, RESPONSE_MEMORY, STEIN_MIN_ETA, hermite_moment_error
+from .hard_process import hard_subspace_basis
+from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, make_plan
 from .result import DMFTResult
 from .sample_side import DIVERGENCE_LIMIT, EXCLUDED_LIMIT, PATH_LIMIT, solve_once
 
@@ -205,97 +204,12 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                              f"{', '.join(f'{v:.6g}' for v in kinks.discontinuities)}: its D would carry derivatives "
                              "of Dirac terms, which the DMFT does not handle (use a continuous activation)")
 
-    nlat = k + (1 if lk.noisy else 0)
-    latent_auto = None
-    if latent == "auto":
-        latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
-        if latent == "gauss-hermite":
-            q = order or (32 if nlat == 1 else 16)
-            err_q = hermite_moment_error(lk, q)
-            latent_auto = f"Gauss-Hermite with {q} nodes per dimension: link moment error {err_q:.1e}"
-            if err_q > HERMITE_MOMENT_TOL:
-                latent = "monte-carlo"
-                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z): Monte-Carlo latents "
-                                "instead")
-        else:
-            latent_auto = f"Monte-Carlo latents ({nlat} latent dimensions)"
-    if latent not in ("gauss-hermite", "monte-carlo"):
-        raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
-    if response not in ("auto", "stein", "direct"):
-        raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
-    window = _check_int("window", window, 0)
-    auto = response == "auto"
-    if auto:
-        # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
-        # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
-        # blew up at step 27-29 while direct Jacobians ran to t = 300.
-        # Stein's noise also biases C_theta (it enters quadratically): on the linear model's exact limit
-        # (docs/theory.md §3, theorykit.linear_gd) Stein at 20000 paths had the test loss 9% low, direct Jacobians on
-        # the whole batch were within their standard error.  So direct whenever the whole batch fits.
-        per_rep = max(1, paths // replicas)
-        if latent == "gauss-hermite":
-            Q_ = (order or (32 if nlat == 1 else 16)) ** nlat
-            n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
-        else:
-            n_est = 1 << int(math.log2(max(per_rep, 1)))
-        whole = (not window and n_est * (T + 1) ** 2 * m * m * 4 <= RESPONSE_MEMORY
-                 and (T + 1) ** 3 / 3 * m ** 3 * n_est <= DIRECT_AUTO_FLOPS)
-        response = "direct" if whole or float(np.min(etas)) < STEIN_MIN_ETA else "stein"
-        if whole:
-            response_paths = None
-    kinked = bool(kinks) or net.loss.derivative_jumps
-    if kinked:
-        # Propagated Jacobians cannot carry a jump of u = F(r, y) (the chain rule through a jump is not defined; with
-        # the Dirac terms averaged over their innovation the Gram came out 9.6% high at t = 6 for ReLU, a = (1, -1),
-        # delta = 3): Stein's lemma is exact for any kink (docs/theory.md §3.1).
-        if not auto and (response == "direct" or window):
-            raise TheorykitError(f"response={response!r}{f' with window={window}' if window else ''} cannot carry the "
-                                 "Dirac terms of a kinked activation or loss; use response='stein' (or 'auto') "
-                                 "with window=0")
-        response, window = "stein", 0
-    if bias_check == "auto":
-        # Stein's noise biases C_theta (quadratically); direct Jacobians on the whole batch are within their error
-        bias_check = response == "stein"
-    if not isinstance(bias_check, (bool, np.bool_)):
-        raise TheorykitError(f"bias_check must be True, False or 'auto', got {bias_check!r}")
-    if response == "stein":
-        response_paths = 1  # no response batch is propagated
-    if sampler not in ("sobol", "random"):
-        raise TheorykitError(f"sampler must be 'sobol' or 'random', got {sampler!r}")
-    per_replica = max(1, paths // replicas)
-
-    def pow2(v):  # Sobol nets are balanced at powers of two
-        return 1 << int(math.log2(max(v, 1))) if sampler == "sobol" else max(v, 1)
-    bytes_per_resp = (T + 1) ** 2 * m * m * 4
-    resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
-    if latent == "gauss-hermite":
-        if nlat > 3:
-            raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="
-                                 f"'monte-carlo'")
-        order = order or (32 if nlat == 1 else 16)
-        _check_int("order", order, 2)
-        Q = order ** nlat
-        per_node = pow2(per_replica // Q)
-        want = response_paths if response_paths is not None else per_node * Q
-        resp_per_node = max(2, pow2(min(per_node, want // Q, resp_cap // Q)))  # two halves: >= 2 per node
-        per_node = max(per_node, resp_per_node)
-        batch_args = ("gauss-hermite", order, per_node, resp_per_node, 0, 0)
-        n_main, n_resp = per_node * Q, resp_per_node * Q
-    else:
-        n_main = pow2(per_replica)
-        n_resp = max(2, pow2(min(n_main, response_paths or n_main, resp_cap)))
-        n_main = max(n_main, n_resp)
-        batch_args = ("monte-carlo", 0, 0, 0, n_main, n_resp)
-    mem = (n_resp * bytes_per_resp if response == "direct" else 0) + n_main * (T + 1) * m * 8 * 3
-    if hard_basis.shape[1]:  # per-path D^t and the tangents' history (float32), see hard_tangents
-        mem += n_main * (T + 1) * m * (m + (m + HARD_RANK + HARD_RESIDUAL)) * 4
-    procs = processes or min(replicas, os.cpu_count() or 1)
-    from .._checks import physical_memory
-
-    phys = physical_memory()
-    if phys and mem * procs > 0.6 * phys:
-        raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
-                             f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
+    plan = make_plan(net, lk, hard_basis, etas, paths=paths, replicas=replicas, latent=latent, order=order,
+                     response=response, response_paths=response_paths, window=window, sampler=sampler,
+                     bias_check=bias_check, processes=processes, kinks=kinks)
+    latent, latent_auto, order, response, auto = plan.latent, plan.latent_auto, plan.order, plan.response, plan.auto
+    window, kinked, bias_check, batch_args, procs = (plan.window, plan.kinked, plan.bias_check, plan.batch_args,
+                                                     plan.processes)
 
     root_seq = np.random.SeedSequence(seed)
     seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(replicas)]

@@ -1,0 +1,75 @@
+"""The DMFT's response estimators (docs/theory.md §3, numerics; §3.1 for kinks): R_u(t, s) = E[du^t/dw^s].
+
+* Stein's lemma on the sampled field w = L xi: E[u^t xi^sT] = sum_{s<=s'<=t} R_u(t, s') L(s', s).  It needs no
+  derivative of u, so it is exact for kinked ingredients; its noise grows as the innovations L(s, s) shrink
+  (:func:`stein_lags`, and :func:`stein_equal_time` for s = t).
+* Per-path Jacobians J^t_s = sum_{s<=s'<t} R_theta(t, s') D^s' J^s'_s on the whole batch for the last W lags
+  (:func:`window_lags`), or on a response sub-batch for every lag (:func:`direct_lags`).
+
+Each function advances one time t in place (or returns the block it computes); the sample side calls them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+
+def node_centred(u: np.ndarray, per_node: int, nodes: int) -> np.ndarray:
+    """u (m, N) centred within each latent node (path n = p nodes + q), times P/(P-1) to undo the centring's 1/P bias.
+    E[xi] = 0 exactly, so subtracting the node mean removes the part of the Stein estimate's Monte-Carlo error that
+    is the node mean times the sample mean of xi."""
+    m, N = u.shape
+    uc = u.reshape(m, per_node, nodes)
+    return ((uc - uc.mean(axis=1, keepdims=True)) * (per_node / max(per_node - 1, 1))).reshape(m, N)
+
+
+def stein_equal_time(weighted_u: np.ndarray, xi_t: np.ndarray, Ltt: np.ndarray) -> np.ndarray:
+    """R(t, t) from the newest innovation: E[c u^t xi^tT] = R(t, t) L(t, t) (c a weight independent of w, such as
+    zeta^2), with ``weighted_u`` = c u^t times the path weights, (m, N); xi_t (m, N); returns (m, m)."""
+    return sla.solve_triangular(Ltt, (weighted_u @ xi_t.T).T, lower=True, trans="T", check_finite=False).T
+
+
+def stein_lags(E_u_xi: np.ndarray, known: np.ndarray, L: np.ndarray, t: int, lo: int, m: int) -> np.ndarray:
+    """R(t, s) for s < lo from E[c u^t xi^sT] (``E_u_xi`` (m, lo, m) over s < lo) and the known R(t, s'), s' = lo..t
+    (``known`` (t + 1 - lo, m, m)): sum_{s<=s'<=t} R(t, s') L(s', s) = E[c u^t xi^sT] is triangular in s.
+    O(t m^2) per path-free solve; returns (lo, m, m)."""
+    tm, lm = t * m, lo * m
+    Lsub, Lrest = L[:lm, :lm], L[lm:tm + m, :lm]
+    G = E_u_xi.reshape(m, lm) - known.transpose(1, 0, 2).reshape(m, tm + m - lm) @ Lrest  # (m, lo m)
+    row = sla.solve_triangular(Lsub, G.T, lower=True, trans="T", check_finite=False).T
+    return row.reshape(m, lo, m).transpose(1, 0, 2)
+
+
+def window_lags(Ru, Kw, W: int, t: int, lo: int, R_theta, der, wt, m: int, N: int) -> None:
+    """R_u(t, s) for lo <= s < t exactly on the whole batch: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s with
+    K^s'_s = D^s' J^s'_s kept for the last W steps (ring buffer Kw[s' % W, s % W] of (m, N, m) blocks); fills
+    Ru[t, lo:t] and the ring buffer's row t."""
+    g_, gl_, cv_ = der.grad_f.T, der.grad_f.T * der.l2, der.curv.T  # (m, N)
+    for s_ in range(lo, t):
+        J = np.zeros((m, N, m))
+        for sp_ in range(s_, t):
+            J += np.einsum("ab,bnc->anc", R_theta[t, sp_], Kw[sp_ % W, s_ % W])
+        Kts = gl_[:, :, None] * np.einsum("bn,bnc->nc", g_, J)[None] + cv_[:, :, None] * J  # D^t J^t_s
+        Ru[t, s_] = np.einsum("anc,n->ac", Kts, wt)
+        Kw[t % W, s_ % W] = Kts
+    Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
+
+
+def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int) -> None:
+    """R_u(t, s) for s < t on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s, J^t_t = I,
+    K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the sum over s'
+    is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and
+    K[:, t]."""
+    tm = t * m
+    g = der.grad_f[:NR].T          # (m, NR)
+    gl = g * der.l2[:NR]
+    cv_ = der.curv[:NR].T          # (m, NR)
+    if t:
+        Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
+        J = np.empty((t, m, NR, m), dtype=np.float32)
+        for s_ in range(t):
+            np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m), out=J[s_].reshape(m, NR * m))
+        gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
+        K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
+        Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+    K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
