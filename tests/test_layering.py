@@ -9,7 +9,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "theorykit"
 
 SHARED = ("theorykit.conventions", "theorykit.errors", "theorykit._checks", "theorykit.defaults",
-          "theorykit.problem", "theorykit.population", "theorykit.rules", "theorykit.symbolic")
+          "theorykit.problem", "theorykit.population", "theorykit.rules", "theorykit.symbolic", "theorykit.runner")
 #: layer -> the layers it may import (its own included)
 ALLOWED = {
     "shared": {"shared"},
@@ -102,3 +102,17 @@ def test_no_public_function_shadows_its_submodule():
         attr = getattr(parent, parts[-1], None)
         assert attr is None or isinstance(attr, types.ModuleType), f"{name}: shadowed by {attr!r}"
     assert theorykit is not None
+
+
+def test_no_private_helper_is_imported_across_modules():
+    """`from theorykit.X import _name` is a private helper reaching across modules (issue 10 point 8): make it public
+    in a shared module instead.  (Aliasing a public name to a private one, `import check_int as _check_int`, is fine.)"""
+    modules = _modules()
+    bad = []
+    for name, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("theorykit")):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__") and a.name != "_cli":
+                        bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {a.name}")
+    assert not bad, "\n".join(bad)

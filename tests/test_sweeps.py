@@ -1,16 +1,45 @@
-"""Sweeps: every run recorded (failed ones too), CSV header with settings, reproducible seeds, parallel = serial."""
+"""Sweeps: every run recorded (failed ones too), CSV header with settings, reproducible seeds, parallel = serial;
+no lost work (rows appended as runs finish, resume, settings checked, Ctrl-C keeps the rows); Wilson intervals."""
 import json
 import math
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import theorykit.referee.gd as gd
 from theorykit.cli import main
+from theorykit.compare import binomial
+from theorykit.errors import TheorykitError
 from theorykit.referee.gd import simulate
 from theorykit.referee.sweeps import read_csv, summarise, sweep
+from theorykit.runner import wilson
 
 BASE = dict(activation="quad", link="phase-retrieval", loss="square", width=1, d=60, steps=30, eta=0.05)
+Z = 1.959963984540054  # the two-sided 95% normal quantile, Phi^-1(0.975)
+
+
+def wilson_by_hand(k, n, z=Z):
+    """The Wilson score interval written out: centre (p + z^2/2n)/(1 + z^2/n), half z sqrt(p(1-p)/n + z^2/4n^2)/(...)."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The (delta, seed) of every simulate call the sweep makes in this process (processes=1)."""
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append((kwargs["delta"], kwargs["seed"]))
+        return real_simulate(*args, **kwargs)
+
+    real_simulate = gd.simulate
+    monkeypatch.setattr(gd, "simulate", counting)
+    return calls
 
 
 def test_parallel_equals_serial_and_csv_roundtrip(tmp_path):
@@ -39,11 +68,19 @@ def test_parallel_equals_serial_and_csv_roundtrip(tmp_path):
     assert list(s.success_probability) == [0.0, 0.5]
     assert s.stderr[0] == 0.0 and s.stderr[1] == pytest.approx(math.sqrt(0.25 / 6), rel=1e-15)
     assert math.isnan(s.median_escape_time[0]) and s.median_escape_time[1] == 15.0
+    # Wilson 95% intervals of 0/6 and 3/6: [0, z^2/(6 + z^2)] and the formula written out (symmetric about 1/2)
+    assert list(s.successes) == [0, 3] and s.low[0] == 0.0 and s.high[0] == pytest.approx(Z * Z / (6 + Z * Z), rel=1e-12)
+    assert (s.low[1], s.high[1]) == pytest.approx(wilson_by_hand(3, 6), rel=1e-12)
+    assert s.low[1] + s.high[1] == pytest.approx(1.0, rel=1e-12)
 
 
 def test_failed_and_diverged_runs_are_recorded(tmp_path, capsys):
     df = sweep([2.0], [0, 1], processes=1, progress=False, **{**BASE, "eta": 50.0})
     assert len(df) == 2 and set(df.status) == {"diverged"}
+    # diverged runs are runs that did not succeed: P = 0/2 (before: NaN, "no ok run"), Wilson [0, z^2/(2 + z^2)]
+    s = summarise(df)
+    assert (s.ok[0], s.diverged[0], s.successes[0], s.success_probability[0], s.stderr[0]) == (0, 2, 0, 0.0, 0.0)
+    assert s.low[0] == 0.0 and s.high[0] == pytest.approx(Z * Z / (2 + Z * Z), rel=1e-12)
     # a run that raises (here: a link that is not finite at some z) is a row with status failed
     df = sweep([2.0], [0], processes=1, progress=False, **{**BASE, "link": "log(z)"})
     assert len(df) == 1 and df.status[0] == "failed" and "not real and finite" in df.error[0]
@@ -74,3 +111,153 @@ def test_cli_sweep_json(tmp_path, capsys):
     assert main(["sweep", "--activation", "quad", "--link", "phase-retrieval", "--d", "40", "--steps", "10",
                  "--eta", "0.05", "--deltas", "2,-1"]) == 2
     assert "positive" in capsys.readouterr().err
+
+
+def test_diverged_runs_count_against_the_success_fraction():
+    """P = successes / (ok + diverged): a run that escaped and then diverged is not a success.  Measured at d = 60,
+    delta = 6, eta = 0.3: seeds 0, 1 stay finite and escape (t = 7, 16); seeds 2..5 diverge (4 and 5 after escaping
+    at t = 9 and 5).  So P = 2/6 = 1/3 (counting only the ok runs it would be 2/2 = 1), s.e. sqrt((1/3)(2/3)/6) =
+    sqrt(1/27), median escape time over the ok runs (7 + 16)/2 = 11.5."""
+    df = sweep([6.0], range(6), processes=1, progress=False, **{**BASE, "eta": 0.3})
+    assert list(df.status) == ["ok"] * 2 + ["diverged"] * 4 and list(df.success) == [True, True, False, False, True, True]
+    assert [int(t) for t in df.escape_time.dropna()] == [7, 16, 9, 5]
+    s = summarise(df)
+    assert (s.runs[0], s.ok[0], s.diverged[0], s.failed[0], s.successes[0]) == (6, 2, 4, 0, 2)
+    assert s.success_probability[0] == 2 / 6 and s.stderr[0] == pytest.approx(math.sqrt(1 / 27), rel=1e-15)
+    assert (s.low[0], s.high[0]) == pytest.approx(wilson_by_hand(2, 6), rel=1e-12)
+    assert s.median_escape_time[0] == 11.5
+
+
+def test_wilson_interval_at_0_and_n_is_not_empty():
+    """0/8 and 8/8: [0, z^2/(8 + z^2)] = [0, 0.3244] and [8/(8 + z^2), 1] = [0.6756, 1], never [0, 0] or [1, 1]
+    (what p +- z se gives); compare.stats.binomial uses the same function."""
+    lo, hi = wilson(0, 8)
+    assert lo == 0.0 and hi == pytest.approx(Z * Z / (8 + Z * Z), rel=1e-12) and hi == pytest.approx(0.32441, abs=1e-5)
+    lo, hi = wilson(8, 8)
+    assert hi == 1.0 and lo == pytest.approx(8 / (8 + Z * Z), rel=1e-12) and lo == pytest.approx(0.67559, abs=1e-5)
+    assert (binomial(0, 8).low, binomial(0, 8).high) == wilson(0, 8)
+    assert (binomial(8, 8).low, binomial(8, 8).high) == wilson(8, 8)
+    assert wilson(3, 10) == pytest.approx(wilson_by_hand(3, 10), rel=1e-12)
+    assert all(math.isnan(v) for v in wilson(0, 0))
+    with pytest.raises(ValueError):
+        wilson(9, 8)
+
+
+def test_rows_are_appended_and_an_interrupted_sweep_resumes(tmp_path, counted):
+    """Truncate the file of a finished sweep to its first rows (and half a row, as a kill mid-write leaves it):
+    rerunning the same call computes only the missing runs and gives the same table."""
+    path = tmp_path / "s.csv"
+    full = sweep([1.0, 6.0], range(3), processes=1, csv=str(path), progress=False, **BASE)
+    assert len(counted) == 6
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[0].startswith("# ") and lines[1].startswith("# settings: ") and lines[2].startswith("job,delta,seed,")
+    assert len(lines) == 3 + 6  # one line per run, appended as it finished
+    path.write_text("".join(lines[:5]) + lines[5][:20])  # header + the first 2 rows + a cut row
+    counted.clear()
+    again = sweep([1.0, 6.0], range(3), processes=1, csv=str(path), progress=False, **BASE)
+    assert counted == [(1.0, 2), (6.0, 0), (6.0, 1), (6.0, 2)]  # only the 4 missing runs
+    cols = [c for c in full.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(again[cols], full[cols])
+    pd.testing.assert_frame_equal(read_csv(str(path))[cols], full[cols])
+    counted.clear()
+    sweep([1.0, 6.0], range(3), processes=1, csv=str(path), progress=False, **BASE)
+    assert counted == []  # a finished sweep is read back, not recomputed
+
+
+def test_ctrl_c_keeps_the_rows_and_the_rerun_finishes(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "s.csv"
+    real = gd.simulate
+    calls = []
+
+    def interrupted_at_seed_2(*args, **kwargs):
+        calls.append(kwargs["seed"])
+        if kwargs["seed"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gd, "simulate", interrupted_at_seed_2)
+    with pytest.raises(KeyboardInterrupt):
+        sweep([6.0], range(4), processes=1, csv=str(path), progress=False, **BASE)
+    assert "rerun the same command to resume" in capsys.readouterr().err
+    assert list(read_csv(str(path)).seed) == [0, 1]  # the rows done are kept
+    monkeypatch.setattr(gd, "simulate", lambda *a, **k: calls.append(k["seed"]) or real(*a, **k))
+    df = sweep([6.0], range(4), processes=1, csv=str(path), progress=False, **BASE)
+    assert calls == [0, 1, 2, 2, 3] and list(df.seed) == [0, 1, 2, 3] and set(df.status) == {"ok"}
+    # the same runs as an uninterrupted sweep (first test: at delta = 6 seed 3 is the first to escape, at t = 12)
+    assert [int(t) for t in df.escape_time.dropna()] == [12] and list(df.seed[df.success]) == [3]
+
+
+def test_ctrl_c_stops_the_workers_within_seconds(tmp_path, monkeypatch):
+    """Processes = 2: one run is interrupted while the other sleeps 60 s; the pool is terminated at once and the rows
+    already written stay."""
+    path = tmp_path / "s.csv"
+    real = gd.simulate
+
+    def slow(*args, **kwargs):  # inherited by the forked workers
+        if kwargs["seed"] == 2:
+            time.sleep(2)  # seeds 0 and 1 are written by then
+            raise KeyboardInterrupt
+        if kwargs["seed"] == 3:
+            time.sleep(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gd, "simulate", slow)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sweep([6.0], range(4), processes=2, csv=str(path), progress=False, **BASE)
+    assert time.monotonic() - t0 < 15
+    assert sorted(read_csv(str(path)).seed) == [0, 1]
+
+
+def test_resume_into_other_settings_is_refused(tmp_path, counted):
+    path = tmp_path / "s.csv"
+    sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
+    before = path.read_text()
+    counted.clear()
+    with pytest.raises(TheorykitError, match=r"other settings.*simulate") as err:
+        sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **{**BASE, "eta": 0.1})
+    assert "\n" not in str(err.value)
+    with pytest.raises(TheorykitError, match=r"other settings.*seeds"):
+        sweep([6.0], [0, 1, 2], processes=1, csv=str(path), progress=False, **BASE)
+    with pytest.raises(TheorykitError, match=r"other settings.*deltas"):
+        sweep([6.0, 8.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
+    assert counted == [] and path.read_text() == before  # nothing ran, the file is untouched
+
+
+def test_unwritable_csv_is_refused_before_any_run(tmp_path, counted, capsys):
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(TheorykitError, match="cannot write"):
+        sweep([6.0], [0, 1], processes=1, csv=str(tmp_path / "afile" / "s.csv"), progress=False, **BASE)
+    assert counted == []
+    rc = main(["sweep", "--activation", "quad", "--link", "phase-retrieval", "--d", "60", "--steps", "30", "--eta",
+               "0.05", "--deltas", "6", "--seeds", "2", "--processes", "1", "--out", str(tmp_path / "afile" / "c.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and counted == [] and err.count("\n") == 1 and "cannot write" in err
+
+
+def test_repeated_deltas_or_seeds_are_refused(counted):
+    with pytest.raises(TheorykitError, match=r"seeds repeat \[0\]") as err:
+        sweep([6.0], [0, 1, 0], processes=1, progress=False, **BASE)
+    assert "\n" not in str(err.value)
+    with pytest.raises(TheorykitError, match=r"deltas repeat \[2.0\]"):
+        sweep([2, 6.0, 2.0], [0], processes=1, progress=False, **BASE)
+    assert counted == []
+
+
+def test_cli_exits_2_with_one_line_when_every_run_failed(tmp_path, capsys):
+    out = tmp_path / "f.csv"
+    rc = main(["sweep", "--activation", "quad", "--link", "log(z)", "--d", "60", "--steps", "30", "--eta", "0.05",
+               "--deltas", "2,6", "--seeds", "2", "--processes", "1", "--out", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == ""
+    assert cap.err.count("\n") == 1 and cap.err.startswith("theorykit: error: every one of the 4 runs failed")
+    assert "not real and finite" in cap.err
+    df = read_csv(str(out))
+    assert len(df) == 4 and set(df.status) == {"failed"}  # recorded all the same
+    # every run diverged (none failed): a result, not an error -- exit 0, P = 0/2
+    rc = main(["sweep", "--activation", "quad", "--link", "phase-retrieval", "--d", "60", "--steps", "30",
+               "--eta", "50", "--deltas", "2", "--seeds", "2", "--processes", "1", "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0 and cap.err == ""
+    summ = json.loads(cap.out)["summary"]
+    assert [(x["diverged"], x["failed"], x["success_probability"]) for x in summ] == [(2, 0, 0.0)]

@@ -1,5 +1,5 @@
 """The simulator seed runner of the comparison tables: GD (``theorykit.simulate``) at one setting for many seeds, on
-the resumable runner (:func:`theorykit.compare.run_jobs`).
+the resumable runner (:func:`theorykit.runner.run_jobs`).
 
 With ``cache=DIR`` the per-seed results (status, escape time, and the trajectories asked for) are appended to
 ``DIR/sims_d<d>_<hash>.csv`` (the hash covers every simulate argument but the seed, what is kept and the theorykit
@@ -18,7 +18,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..errors import TheorykitError
-from .runner import run_jobs, _normalise
+from ..runner import normalise, run_jobs
 from .tables import log as _log
 
 __all__ = ["run_sims", "gd_run", "stack", "zero_mean_covariates", "has_population_test_loss", "SIM_COLUMNS"]
@@ -59,7 +59,7 @@ def gd_run(sim: dict, keep: Sequence[str] = ("full",)) -> dict:
 def _settings(base: dict, keep) -> dict:
     import theorykit as tk
 
-    return _normalise({"simulate": {k: v for k, v in base.items() if k != "seed"}, "keep": sorted(keep),
+    return normalise({"simulate": {k: v for k, v in base.items() if k != "seed"}, "keep": sorted(keep),
                        "theorykit": getattr(tk, "__version__", "?")})
 
 

@@ -20,6 +20,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..runner import wilson
+
 __all__ = ["Proportion", "binomial", "midpoint", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
            "fit_over_d", "extrapolate_inverse", "loglog_slope", "within", "within_se", "within_factor", "in_band"]
 
@@ -41,11 +43,10 @@ class Proportion:
 def binomial(k: int, n: int, level: float = 0.95) -> Proportion:
     """Success fraction k/n with its binomial s.e. and Wilson score interval (NaN everywhere when n = 0).
 
-    Wilson: with z the two-sided normal quantile of ``level``, centre (p + z^2/(2n)) / (1 + z^2/n) and half-width
-    z sqrt(p(1-p)/n + z^2/(4n^2)) / (1 + z^2/n); unlike p +- z se it stays inside [0, 1] and is not empty at p = 0, 1.
+    Wilson (:func:`theorykit.runner.wilson`, the one copy, also behind ``theorykit.summarise``): with z the two-sided
+    normal quantile of ``level``, centre (p + z^2/(2n)) / (1 + z^2/n) and half-width z sqrt(p(1-p)/n + z^2/(4n^2)) /
+    (1 + z^2/n); unlike p +- z se it stays inside [0, 1] and is not empty at p = 0, 1.
     """
-    from scipy.stats import norm
-
     k, n = int(k), int(n)
     if n < 0 or k < 0 or k > n:
         raise ValueError(f"binomial: need 0 <= k <= n, got k = {k}, n = {n}")
@@ -54,11 +55,8 @@ def binomial(k: int, n: int, level: float = 0.95) -> Proportion:
         return Proportion(k, n, nan, nan, nan, nan, float(level))
     p = k / n
     se = math.sqrt(max(p * (1 - p), 0.0) / n)
-    z = float(norm.ppf(0.5 + level / 2))
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return Proportion(k, n, p, se, max(centre - half, 0.0), min(centre + half, 1.0), float(level))
+    low, high = wilson(k, n, level)
+    return Proportion(k, n, p, se, low, high, float(level))
 
 
 def midpoint(x: Sequence[float], y: Sequence[float], level: float = 0.5) -> Optional[float]:

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import TheorykitError
-from .runner import check_writable
+from ..runner import check_writable
 
 __all__ = ["write_table", "write_csv", "check_table_writable", "notes_path", "regenerate_command", "machine",
            "md_table", "fmt", "pct", "pm"]

@@ -1,33 +1,51 @@
-"""Success probability of finite-d GD versus delta, over seeds, in parallel processes.
+"""Success probability of finite-d GD versus delta, over seeds, in parallel processes, on the resumable runner
+(:func:`theorykit.runner.run_jobs`).
 
 Every (delta, seed) pair is one call of :func:`theorykit.simulate` with exactly that seed (no hidden
 reseeding: the seed is recorded on its row).  A run that raises is recorded with status "failed" and its one-line
 error, never dropped; a diverged run keeps status "diverged".  Results come back as a pandas DataFrame (one row per
-run) and, with ``csv=PATH``, are saved as CSV whose ``#`` header lines record every setting as JSON.
-Summaries (:func:`summarise`) give the success fraction per delta with its binomial standard error, counting only
-runs that completed ("ok").
+run).  With ``csv=PATH`` no work is lost:
+
+* PATH is checked writable before anything is computed;
+* its ``#`` header lines record every setting as JSON, and each row is appended as its run finishes;
+* rerunning the same sweep resumes it: runs with a row in PATH are not computed again (failed ones are retried);
+  a PATH written with other settings (simulate's arguments, deltas, seeds) is refused;
+* Ctrl-C stops the worker processes at once; the rows written stay, ready to resume.
+
+Summaries (:func:`summarise`) give the success fraction per delta with its binomial standard error and Wilson 95%
+interval: successes / (ok + diverged) runs (a diverged run is a run that did not succeed); failed runs (errors) are
+excluded from the fraction and reported in their own column.
 """
 from __future__ import annotations
 
-import json
 import math
-import multiprocessing as mp
 import os
+import shutil
 import sys
+import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import Counter
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import TheorykitError
+from ..runner import read_rows, run_jobs, wilson
+
+__all__ = ["sweep", "summarise", "read_csv", "failure_message", "COLUMNS", "SUMMARY_COLUMNS"]
 
 COLUMNS = ["delta", "seed", "status", "success", "escape_time", "final_overlap", "max_overlap", "final_train_loss",
            "final_test_loss", "steps_run", "seconds", "error"]
+#: float columns (NaN where a run left them empty: no escape, or a failed run)
+_FLOATS = ["escape_time", "final_overlap", "max_overlap", "final_train_loss", "final_test_loss"]
+SUMMARY_COLUMNS = ["delta", "runs", "ok", "diverged", "failed", "successes", "success_probability", "stderr", "low",
+                   "high", "median_escape_time"]
+SUCCESS = "hard overlap > 0.5 at some recorded step (escape_time not None)"
 
 
 def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
+    """One run (the runner's worker): the row of simulate(delta, seed, **kwargs), or a failed row with its error."""
     from .gd import simulate
 
     t0 = time.time()
@@ -39,117 +57,153 @@ def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
                    max_overlap=float(np.max(res.overlap)), final_train_loss=float(res.train_loss[-1]),
                    final_test_loss=float(res.test_loss[-1]), steps_run=int(len(res.t) - 1), error="")
     except Exception as e:  # recorded, never swallowed: the row says failed and why
-        msg = str(e).splitlines()[0] if str(e) else ""
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         row.update(status="failed", success=None, escape_time=None, final_overlap=None, max_overlap=None,
                    final_train_loss=None, final_test_loss=None, steps_run=None,
-                   error=f"{type(e).__name__}: {msg}")
+                   error=f"{type(e).__name__}: {msg}" if msg else type(e).__name__)
     row["seconds"] = round(time.time() - t0, 3)
     return row
 
 
-class _Bar:
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self.t0 = total, enabled, time.time()
+def _refuse_duplicates(name: str, values: list) -> None:
+    dup = sorted(v for v, c in Counter(values).items() if c > 1)
+    if dup:
+        raise TheorykitError(f"{name} repeat {dup[:5]}: a repeated {name[:-1]} would count its runs twice; "
+                             f"give each once")
 
-    def show(self, done: int, failed: int):
-        if not self.enabled:
-            return
-        frac = done / max(self.total, 1)
-        el = time.time() - self.t0
-        eta = el / frac - el if frac > 0 else float("nan")
-        bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
-        sys.stderr.write(f"\rsweep [{bar}] {done}/{self.total} runs, {failed} failed, {el:.0f}s elapsed"
-                         + (f", ~{eta:.0f}s left" if done else "") + " ")
-        sys.stderr.flush()
-        if done == self.total:
-            sys.stderr.write("\n")
+
+def _settings(deltas: list, seeds: list, simulate_kwargs: dict) -> dict:
+    """What determines the rows (recorded in the CSV header; resuming with other settings is refused)."""
+    return {"simulate": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
+                         for k, v in simulate_kwargs.items()},
+            "deltas": deltas, "seeds": seeds, "success": SUCCESS}
+
+
+def _table(df: pd.DataFrame) -> pd.DataFrame:
+    """The runner's frame as the sweep's: COLUMNS in (delta, seed) order, floats as floats (NaN when empty)."""
+    df = df.reindex(columns=COLUMNS).copy()
+    for c in _FLOATS:
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["delta"] = df["delta"].astype(float)
+    df["error"] = df["error"].fillna("").astype(str)
+    return df.sort_values(["delta", "seed"]).reset_index(drop=True)
+
+
+def failure_message(df: pd.DataFrame) -> Optional[str]:
+    """One line naming how many runs of a sweep failed and the first error; None when none failed."""
+    bad = df[df.status == "failed"]
+    if not len(bad):
+        return None
+    first = bad.iloc[0]
+    return (f"theorykit sweep: {len(bad)} of {len(df)} runs failed (recorded as failed); first: "
+            f"delta={first.delta}, seed={first.seed}: {first.error}")
 
 
 def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[int] = None,
-          csv: Optional[str] = None, progress: Optional[bool] = None, **simulate_kwargs) -> pd.DataFrame:
+          csv: Optional[str] = None, progress: Optional[bool] = None, quiet: bool = False,
+          **simulate_kwargs) -> pd.DataFrame:
     """Run :func:`simulate` for every delta in ``deltas`` and seed in ``seeds`` (same seeds at every delta).
 
     simulate_kwargs: every other argument of simulate (activation, link, loss, width, d, steps, eta, ...).
     processes: worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
+    csv: a file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If it
+        already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
+        written with other settings is refused.  Without it the runs go to a temporary file, removed afterwards.
+    progress: one progress bar on stderr (default: when stderr is a terminal).  quiet: no line on stderr about
+        failed runs (the caller reports them, e.g. the CLI).
+    Deltas and seeds must each be given once (a repeat would count its runs twice).
     Returns a DataFrame with columns :data:`COLUMNS` sorted by (delta, seed); ``df.attrs["settings"]`` holds the
-    settings written to the CSV header.
+    settings written to the CSV header (plus ``processes``).  A sweep in which every run failed is returned like any
+    other (every row says why); the ``theorykit sweep`` command exits with status 2 on it.
+    Ctrl-C stops the workers at once and re-raises KeyboardInterrupt; the rows written to ``csv`` stay.
     """
-    deltas = [float(x) for x in deltas]
-    seeds = [int(s) for s in seeds]
+    try:
+        deltas = [float(x) for x in deltas]
+        seeds = [s for s in seeds]
+        if any(isinstance(s, bool) or not float(s).is_integer() for s in seeds):
+            raise ValueError
+        seeds = [int(s) for s in seeds]
+    except (TypeError, ValueError):
+        raise TheorykitError("deltas must be numbers and seeds integers") from None
     if not deltas or not seeds:
         raise TheorykitError("a sweep needs at least one delta and one seed")
     if any(not math.isfinite(x) or x <= 0 for x in deltas):
         raise TheorykitError(f"every delta must be a positive number, got {deltas}")
+    _refuse_duplicates("deltas", deltas)
+    _refuse_duplicates("seeds", seeds)
     for key in ("delta", "seed", "progress"):
         if key in simulate_kwargs:
             raise TheorykitError(f"'{key}' is set by the sweep itself")
-    tasks = [(dl, s) for dl in deltas for s in seeds]
-    # validate the settings once, in-process, so a typo fails fast with its own message
-    from .gd import simulate  # noqa: F401
-
-    processes = min(processes or os.cpu_count() or 1, len(tasks))
+    jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": simulate_kwargs}
+            for dl in deltas for s in seeds]
+    processes = min(processes or os.cpu_count() or 1, len(jobs))
     if processes < 1:
         raise TheorykitError("processes must be >= 1")
-    bar = _Bar(len(tasks), sys.stderr.isatty() if progress is None else progress)
-    rows, failed = [], 0
-    if processes == 1:
-        for dl, s in tasks:
-            rows.append(_run_one(dl, s, simulate_kwargs))
-            failed += rows[-1]["status"] == "failed"
-            bar.show(len(rows), failed)
-    else:
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with ProcessPoolExecutor(max_workers=processes, mp_context=ctx) as ex:
-            futs = [ex.submit(_run_one, dl, s, simulate_kwargs) for dl, s in tasks]
-            for f in as_completed(futs):
-                rows.append(f.result())
-                failed += rows[-1]["status"] == "failed"
-                bar.show(len(rows), failed)
-    df = pd.DataFrame(rows, columns=COLUMNS).sort_values(["delta", "seed"]).reset_index(drop=True)
-    settings = {"simulate": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
-                             for k, v in simulate_kwargs.items()},
-                "deltas": deltas, "seeds": seeds, "processes": processes,
-                "success": "hard overlap > 0.5 at some recorded step (escape_time not None)"}
-    df.attrs["settings"] = settings
-    if failed:
-        first = df[df.status == "failed"].iloc[0]
-        sys.stderr.write(f"theorykit sweep: {failed} of {len(tasks)} runs failed (recorded as failed); first: "
-                         f"delta={first.delta}, seed={first.seed}: {first.error}\n")
+    settings = _settings(deltas, seeds, simulate_kwargs)
+    tmp = None
     if csv:
-        write_csv(df, csv)
+        out = os.fspath(csv)
+    else:
+        tmp = tempfile.mkdtemp(prefix="theorykit_sweep_")
+        out = os.path.join(tmp, "sweep.csv")
+    try:
+        df = run_jobs(jobs, _run_one, out, COLUMNS, settings=settings, processes=processes, progress=progress,
+                      label="sweep", unit="runs", quiet=True, temporary=tmp is not None)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    df = _table(df)
+    df.attrs["settings"] = {**settings, "processes": processes}
+    msg = failure_message(df)
+    if msg and not quiet:
+        sys.stderr.write(msg + "\n")
     return df
-
-
-def write_csv(df: pd.DataFrame, path: str) -> None:
-    """CSV with '# settings: {json}' header lines, readable back by :func:`read_csv`."""
-    with open(path, "w") as fh:
-        fh.write("# theorykit sweep\n")
-        fh.write("# settings: " + json.dumps(df.attrs.get("settings", {}), sort_keys=True) + "\n")
-        df.to_csv(fh, index=False)
 
 
 def read_csv(path: str) -> pd.DataFrame:
-    """Read a sweep CSV written by :func:`write_csv`; the settings come back in ``df.attrs['settings']``."""
-    settings = {}
+    """Read a sweep CSV (written by :func:`sweep`, or by its earlier one-shot writer); the columns :data:`COLUMNS`
+    sorted by (delta, seed), the settings in ``df.attrs['settings']``."""
+    import json
+
     with open(path) as fh:
-        for line in fh:
-            if not line.startswith("#"):
-                break
-            if line.startswith("# settings: "):
-                settings = json.loads(line[len("# settings: "):])
-    df = pd.read_csv(path, comment="#", converters={"error": str, "status": str})
+        first = fh.readline()
+    if first.startswith("# theorykit sweep"):  # the earlier format: written once at the end of a sweep
+        settings = {}
+        with open(path) as fh:
+            for line in fh:
+                if not line.startswith("#"):
+                    break
+                if line.startswith("# settings: "):
+                    settings = json.loads(line[len("# settings: "):])
+        df = pd.read_csv(path, comment="#", converters={"error": str, "status": str})
+    else:
+        df = read_rows(path)
+        settings = df.attrs.get("settings") or {}
+    df = _table(df)
     df.attrs["settings"] = settings
     return df
 
 
-def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """Per delta: runs, ok, diverged, failed, success fraction among ok runs and its binomial standard error."""
+def summarise(df: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Per delta: runs, ok, diverged, failed, successes, success_probability, stderr, low, high, median_escape_time.
+
+    success_probability = successes / (ok + diverged): a diverged run counts as a run that did not succeed; failed runs
+    (errors: no result) are excluded from it and counted in ``failed``.  stderr = sqrt(p(1-p)/n) (binomial, n = ok +
+    diverged); [low, high] = the Wilson score interval at ``level`` (:func:`theorykit.runner.wilson`: not empty at p =
+    0 or 1); median_escape_time over the ok runs that escaped.  All NaN for a delta whose every run failed.
+    """
     out = []
     for dl, g in df.groupby("delta"):
         ok = g[g.status == "ok"]
-        p = float(ok.success.astype(bool).mean()) if len(ok) else float("nan")
-        se = math.sqrt(p * (1 - p) / len(ok)) if len(ok) else float("nan")
-        out.append({"delta": dl, "runs": len(g), "ok": len(ok), "diverged": int((g.status == "diverged").sum()),
-                    "failed": int((g.status == "failed").sum()), "success_probability": p, "stderr": se,
-                    "median_escape_time": float(ok.escape_time.dropna().median()) if len(ok) else float("nan")})
-    return pd.DataFrame(out)
+        n_div = int((g.status == "diverged").sum())
+        n = len(ok) + n_div
+        k = int(ok.success.astype(bool).sum()) if len(ok) else 0
+        p = k / n if n else float("nan")
+        se = math.sqrt(p * (1 - p) / n) if n else float("nan")
+        low, high = wilson(k, n, level)
+        esc = pd.to_numeric(ok.escape_time, errors="coerce").dropna()
+        out.append({"delta": dl, "runs": len(g), "ok": len(ok), "diverged": n_div,
+                    "failed": int((g.status == "failed").sum()), "successes": k, "success_probability": p,
+                    "stderr": se, "low": low, "high": high,
+                    "median_escape_time": float(esc.median()) if len(esc) else float("nan")})
+    return pd.DataFrame(out, columns=SUMMARY_COLUMNS)

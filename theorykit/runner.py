@@ -1,4 +1,6 @@
-"""One resumable runner for every batch of independent jobs (simulator seeds, sweeps, comparison tables).
+"""One resumable runner for every batch of independent jobs (simulator seeds, sweeps, comparison tables), and the
+Wilson interval of the success fractions they measure.  Shared layer: it imports only theorykit.errors,
+theorykit._checks and third-party packages, so both the referee (sweeps) and compare/ (tables) build on it.
 
 :func:`run_jobs` runs ``worker(**kwargs)`` for each job and appends one CSV row per job as it finishes, so an
 interrupted run keeps what it did and the same call resumes it:
@@ -12,7 +14,7 @@ interrupted run keeps what it did and the same call resumes it:
 * Ctrl-C terminates the pool at once (the rows written stay) and re-raises KeyboardInterrupt;
 * a job that raises is recorded with ``status = "failed"`` and its one-line error, never dropped; the summary
   (``df.attrs["summary"]``) lists the failures;
-* a progress bar on stderr (default: when stderr is a terminal);
+* one progress bar on stderr (:class:`theorykit._checks.Progress`; default: when stderr is a terminal);
 * the result is a pandas DataFrame, one row per job in job order.
 
 File layout::
@@ -22,7 +24,12 @@ File layout::
     job,<columns...>,status,error,seconds
     ...
 
-Floats are written with ``repr`` (exact round trip); lists and arrays as JSON (decoded again for ``json_columns``).
+(The first line keeps the runner's former module path, ``theorykit.compare``, so files written before the move are
+still resumed.)  Floats are written with ``repr`` (exact round trip); lists and arrays as JSON (decoded again for
+``json_columns``).
+
+:func:`wilson` is the Wilson score interval of k successes in n (used by ``theorykit.compare.stats.binomial`` and
+``theorykit.referee.sweeps.summarise``).
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ import csv
 import io
 from collections import Counter
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -40,10 +48,12 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import TheorykitError
+from ._checks import Progress
+from .errors import TheorykitError
 
-__all__ = ["run_jobs", "read_rows", "check_writable", "RUNNER_COLUMNS"]
+__all__ = ["run_jobs", "read_rows", "check_writable", "normalise", "wilson", "RUNNER_COLUMNS"]
 
+#: first line of every runner file (the runner's former path: files written before it moved stay resumable)
 MAGIC = "# theorykit.compare.run_jobs"
 SETTINGS_PREFIX = "# settings: "
 #: columns the runner adds after the caller's (unless the caller's list has them)
@@ -74,7 +84,7 @@ def check_writable(path: str) -> None:
         os.remove(path)
 
 
-def _normalise(obj):
+def normalise(obj):
     """JSON round trip (tuples -> lists, numpy scalars -> numbers, anything else -> str) for comparing settings."""
     return json.loads(json.dumps(obj, sort_keys=True, default=_json_default))
 
@@ -88,7 +98,7 @@ def _json_default(o):
 
 
 def _header(columns, json_columns, settings) -> dict:
-    return _normalise({"columns": list(columns), "json_columns": list(json_columns), "settings": settings})
+    return normalise({"columns": list(columns), "json_columns": list(json_columns), "settings": settings})
 
 
 def _read_file(path: str):
@@ -99,7 +109,7 @@ def _read_file(path: str):
         return None, [], 0
     lines = text.split("\n")
     if not lines[0].startswith(MAGIC):
-        raise TheorykitError(f"{path} exists and was not written by theorykit.compare.run_jobs; "
+        raise TheorykitError(f"{path} exists and was not written by theorykit's resumable runner (run_jobs); "
                              f"refusing to append to it (choose another output path)")
     header, i = None, 0
     while i < len(lines) and lines[i].startswith("#"):
@@ -224,34 +234,12 @@ def _call_limited(task, blas_threads):
         return _call(task)
 
 
-class _Bar:
-    """theorykit._checks.Progress with the failure count in its unit."""
-
-    def __init__(self, total: int, label: str, enabled: bool):
-        self.enabled = enabled and total > 0
-        if self.enabled:
-            from .._checks import Progress
-
-            self.bar = Progress(total, label=label, unit="jobs")
-
-    def show(self, done: int, failed: int, force: bool = False):
-        if self.enabled:
-            self.bar.unit = "jobs" + (f", {failed} failed" if failed else "")
-            self.bar.update(done, force=force)
-
-    def close(self, done: int, failed: int):
-        if self.enabled:
-            self.bar.unit = "jobs" + (f", {failed} failed" if failed else "")
-            self.bar.close(done)
-            self.enabled = False
-
-
 # ------------------------------------------------------------------------------------------------ the runner
 def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, columns: Sequence[str], *,
              settings: Optional[dict] = None, processes: int = 2, json_columns: Sequence[str] = (),
              key_column: str = "job", retry_failed: bool = True, blas_threads: Optional[int] = 1,
-             progress: Optional[bool] = None, label: str = "jobs", deadline: Optional[float] = None,
-             quiet: bool = False) -> pd.DataFrame:
+             progress: Optional[bool] = None, label: str = "jobs", unit: str = "jobs",
+             deadline: Optional[float] = None, quiet: bool = False, temporary: bool = False) -> pd.DataFrame:
     """Run ``worker(**kwargs)`` for every job, appending one row per job to the CSV ``out``; resumable.
 
     jobs: dicts, each with a ``"key"`` entry (unique; written as text in column ``key_column``) and the worker's
@@ -265,6 +253,9 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
     processes: worker processes ('fork'; 1 = in this process).  blas_threads: BLAS threads per job (threadpoolctl;
         None leaves them alone).  deadline: a ``time.time()`` value after which no job is started (the ones not
         started are listed in the summary and run on resume).
+    progress: the progress bar (:class:`theorykit._checks.Progress`, ``LABEL [###  ] i/n UNIT, k failed``) on
+        stderr; None: when stderr is a terminal.  quiet: no line on stderr about failed jobs (the caller reports them).
+        temporary: ``out`` is a scratch file the caller removes, so the Ctrl-C message does not offer to resume it.
     Returns a DataFrame with one row per job in job order (values parsed back from the file) and
     ``df.attrs["summary"]`` = {"out", "jobs", "skipped", "ran", "failed": [{"key", "error"}], "not_started", "seconds"}.
     KeyboardInterrupt (Ctrl-C, or raised by a job) terminates the pool, keeps the rows written and is re-raised.
@@ -323,7 +314,16 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
     skipped = len(jobs) - len(todo)
     t0 = time.perf_counter()
     failed, not_started, ran = [], [], 0
-    bar = _Bar(len(todo), label, sys.stderr.isatty() if progress is None else bool(progress))
+    show = (sys.stderr.isatty() if progress is None else bool(progress)) and len(todo) > 0
+    bar = Progress(len(todo), label=label, unit=unit) if show else None
+
+    def tick(final: bool = False):
+        if bar is not None:
+            bar.unit = unit + (f", {len(failed)} failed" if failed else "")
+            if final:
+                bar.close(ran)
+            else:
+                bar.update(ran)
 
     with open(out, "a", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
@@ -348,7 +348,7 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
             ran += 1
             if cells["status"] == "failed":
                 failed.append({"key": key, "error": cells["error"]})
-            bar.show(ran, len(failed))
+            tick()
 
         tasks = [(worker, k, j, deadline) for k, j in todo]
         nproc = min(processes, len(tasks))
@@ -369,20 +369,51 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
                 finally:
                     pool.join()
         except KeyboardInterrupt:
-            bar.close(ran, len(failed))
-            sys.stderr.write(f"interrupted: {ran} new rows kept in {out} ({len(done)} of {len(jobs)} jobs done); "
-                             f"rerun the same command to resume\n")
+            tick(final=True)
+            if temporary:
+                sys.stderr.write(f"interrupted: {len(done)} of {len(jobs)} jobs done\n")
+            else:
+                sys.stderr.write(f"interrupted: {ran} new rows kept in {out} ({len(done)} of {len(jobs)} jobs done); "
+                                 f"rerun the same command to resume\n")
             raise
-        bar.close(ran, len(failed))
+        tick(final=True)
 
     failed = [{"key": k, "error": done[k].get("error", "")} for k in keys
               if k in done and done[k].get("status") == "failed"]
     summary = {"out": out, "jobs": len(jobs), "skipped": skipped, "ran": ran, "failed": failed,
                "not_started": not_started, "seconds": round(time.perf_counter() - t0, 3)}
     if failed and not quiet:
-        sys.stderr.write(f"{label}: {len(failed)} of {len(jobs)} jobs failed (recorded in {out}); first: "
+        where = "" if temporary else f" (recorded in {out})"
+        sys.stderr.write(f"{label}: {len(failed)} of {len(jobs)} jobs failed{where}; first: "
                          f"{failed[0]['key']}: {failed[0]['error']}\n")
     df = _frame([done[k] for k in keys if k in done], all_cols, json_columns, key_column, text_cols)
     df.attrs["summary"] = summary
     df.attrs["settings"] = settings
     return df
+
+
+# ------------------------------------------------------------------------------------------------ proportions
+def wilson(k: int, n: int, level: float = 0.95) -> tuple:
+    """Wilson score interval (low, high) of k successes in n trials at ``level`` ((nan, nan) when n = 0).
+
+    With z the two-sided normal quantile of ``level`` (1.959964 at 0.95) and p = k/n: centre (p + z^2/(2n)) / (1 +
+    z^2/n), half-width z sqrt(p(1-p)/n + z^2/(4n^2)) / (1 + z^2/n).  Unlike p +- z se it stays inside [0, 1] and is not
+    empty at p = 0 or 1: for k = 0 it is exactly [0, z^2/(n + z^2)], for k = n exactly [n/(n + z^2), 1].
+    """
+    from scipy.stats import norm
+
+    k, n = int(k), int(n)
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"wilson: need 0 <= k <= n, got k = {k}, n = {n}")
+    if n == 0:
+        return float("nan"), float("nan")
+    if not 0 < level < 1:
+        raise ValueError(f"wilson: level must be in (0, 1), got {level}")
+    p = k / n
+    z = float(norm.ppf(0.5 + level / 2))
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    low = 0.0 if k == 0 else max(centre - half, 0.0)
+    high = 1.0 if k == n else min(centre + half, 1.0)
+    return low, high
