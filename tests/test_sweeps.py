@@ -261,3 +261,16 @@ def test_cli_exits_2_with_one_line_when_every_run_failed(tmp_path, capsys):
     assert rc == 0 and cap.err == ""
     summ = json.loads(cap.out)["summary"]
     assert [(x["diverged"], x["failed"], x["success_probability"]) for x in summ] == [(2, 0, 0.0)]
+
+
+def test_sweep_takes_a_problem():
+    """sweep(problem=...) runs the Problem at each delta: the same rows as the keyword form."""
+    import theorykit as tk
+
+    pr = tk.Problem("quad", "phase-retrieval", delta=1.0, eta=0.05, steps=5)
+    a = sweep([2.0, 3.0], [0, 1], problem=pr, d=40, n_test=1, processes=1, progress=False)
+    b = sweep([2.0, 3.0], [0, 1], activation="quad", link="phase-retrieval", eta=0.05, steps=5, d=40, n_test=1,
+              processes=1, progress=False)
+    cols = ["delta", "seed", "status", "final_overlap", "final_train_loss", "final_test_loss"]
+    assert a[cols].equals(b[cols]) and (a.status == "ok").all()
+    assert a.attrs["settings"]["simulate"]["problem"]["activation"] == "quad"

@@ -51,7 +51,11 @@ def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
     t0 = time.time()
     row = {"delta": float(delta), "seed": int(seed)}
     try:
-        res = simulate(delta=float(delta), seed=int(seed), **kwargs)
+        if kwargs.get("problem") is not None:  # sweep(problem=...): the Problem at this delta
+            rest = {k: v for k, v in kwargs.items() if k != "problem"}
+            res = simulate(kwargs["problem"].replace(delta=float(delta)), seed=int(seed), **rest)
+        else:
+            res = simulate(delta=float(delta), seed=int(seed), **kwargs)
         row.update(status=res.status, success=bool(res.escape_time is not None),
                    escape_time=res.escape_time, final_overlap=float(res.overlap[-1]),
                    max_overlap=float(np.max(res.overlap)), final_train_loss=float(res.train_loss[-1]),
@@ -74,8 +78,14 @@ def _refuse_duplicates(name: str, values: list) -> None:
 
 def _settings(deltas: list, seeds: list, simulate_kwargs: dict) -> dict:
     """What determines the rows (recorded in the CSV header; resuming with other settings is refused)."""
-    return {"simulate": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
-                         for k, v in simulate_kwargs.items()},
+    from ..problem import Problem
+
+    def text(v):
+        if isinstance(v, Problem):  # the Problem's canonical form (its delta is replaced per row)
+            return v.to_dict()
+        return v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
+
+    return {"simulate": {k: text(v) for k, v in simulate_kwargs.items()},
             "deltas": deltas, "seeds": seeds, "success": SUCCESS}
 
 
@@ -104,7 +114,9 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
           **simulate_kwargs) -> pd.DataFrame:
     """Run :func:`simulate` for every delta in ``deltas`` and seed in ``seeds`` (same seeds at every delta).
 
-    simulate_kwargs: every other argument of simulate (activation, link, loss, width, d, steps, eta, ...).
+    simulate_kwargs: every other argument of simulate (activation, link, loss, width, d, steps, eta, ...), or
+    ``problem=`` a :class:`theorykit.Problem` (its delta is replaced by each of ``deltas``) with simulate's numeric
+    settings (d, init, ...).
     processes: worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
     csv: a file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If it
         already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
@@ -134,6 +146,11 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     for key in ("delta", "seed", "progress"):
         if key in simulate_kwargs:
             raise TheorykitError(f"'{key}' is set by the sweep itself")
+    if simulate_kwargs.get("problem") is not None:
+        from ..problem import Problem
+
+        if not isinstance(simulate_kwargs["problem"], Problem):
+            raise TheorykitError(f"problem must be a theorykit.Problem, got {type(simulate_kwargs['problem']).__name__}")
     jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": simulate_kwargs}
             for dl in deltas for s in seeds]
     processes = min(processes or os.cpu_count() or 1, len(jobs))
