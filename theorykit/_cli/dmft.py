@@ -60,9 +60,11 @@ def add_parser(sub):
                    help=f"largest initial hard overlap tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
     add_initial_law_arguments(p)
     p.add_argument("--init", choices=["random", "spectral"], default="random",
-                   help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: M0, Sigma0 from the "
-                        "classic spectral method's overlap (theorykit.spectral_start; an approximation, see "
-                        "tables/spectral_start.md)")
+                   help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: GD from the top "
+                        "eigenvector of (1/n) sum T(y) x x^T, with the power iteration that builds it in the DMFT "
+                        "(m = 1, single index; docs/theory.md §3.3)")
+    p.add_argument("--spectral-T", default=None, dest="spectral_T",
+                   help="preprocessing T(y, delta) for --init spectral (default (y-1)/(y+sqrt(2*delta)-1))")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
 
@@ -83,19 +85,11 @@ def run(args) -> dict:
         raise TheorykitError("--capture needs --eta and --steps (capture_threshold runs constant-step GD)")
     progress = bool(args.progress) or sys.stderr.isatty()
     law = initial_law(args)
-    if args.init == "spectral":
-        if law["M0"] is not None or law["Sigma0"] is not None:
-            raise TheorykitError("--init spectral sets M0 and Sigma0 itself: drop --M0/--Sigma0")
-        if args.flow_time is not None:
-            raise TheorykitError("--init spectral needs --eta and --steps")
-        from ..problem import Problem
-        from ..spectra import spectral_start
-
-        start, _ = spectral_start(Problem(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b,
-                                          delta=args.delta, ridge=args.ridge, **step))
-        law = {"M0": start.M0_matrix, "Sigma0": start.Sigma0_matrix}
+    if args.init == "spectral" and (law["M0"] is not None or law["Sigma0"] is not None):
+        raise TheorykitError("--init spectral sets the initial law itself: drop --M0/--Sigma0")
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
-               ridge=args.ridge, M0=law["M0"], Sigma0=law["Sigma0"], paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
+               ridge=args.ridge, M0=law["M0"], Sigma0=law["Sigma0"], init=args.init, spectral_T=args.spectral_T,
+               paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
                sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
                bias_check={"auto": "auto", "on": True, "off": False}[args.bias_check],
                progress=progress, **step)

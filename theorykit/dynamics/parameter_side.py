@@ -19,8 +19,12 @@ class ParameterSide:
     sample side at times < t.  Used for Theta_perp (kernels R_u, C_u); the hard process uses :func:`hard_tangents`.
     """
 
-    def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge: float):
-        self.m, self.Sigma0, self.etas, self.delta, self.ridge = m, Sigma0, etas, delta, ridge
+    def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge):
+        """ridge: a number, or one per step (the spectral prefix has none); ``scale[t]`` (default 1) multiplies the
+        whole step t -> t+1 (the prefix normalises theta every step: theta^{t+1} = scale_t (keep theta^t - eta ...))."""
+        self.m, self.Sigma0, self.etas, self.delta = m, Sigma0, etas, delta
+        self.ridges = np.broadcast_to(np.asarray(ridge, dtype=float), (len(etas),))
+        self.scale = np.ones(len(etas))
         self.P = np.zeros((T + 1, m, m))
         self.R = np.zeros((T + 1, T + 1, m, m))
         self.C = np.zeros((T + 1, T + 1, m, m))
@@ -31,7 +35,9 @@ class ParameterSide:
         if t == 0:
             P[0] = I
         else:
-            eta, keep = self.etas[t - 1], 1.0 - self.etas[t - 1] * self.ridge
+            eta, keep = self.etas[t - 1], 1.0 - self.etas[t - 1] * self.ridges[t - 1]
+            if self.scale[t - 1] != 1.0:
+                eta, keep = eta * self.scale[t - 1], keep * self.scale[t - 1]
             P[t] = keep * P[t - 1] - eta * np.einsum("sab,sbc->ac", Ru[t - 1, :t], P[:t])
             if t >= 2:
                 R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * np.einsum("pab,psbc->sac", Ru[t - 1, :t],

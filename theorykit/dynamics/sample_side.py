@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import TheorykitError
+from ..symbolic.network import Derivatives
 from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
@@ -117,15 +118,29 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
-                response="stein", window=0, progress=None, keep_law_at=(), exclude=None) -> dict:
+                response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
     Hessian sees it, excluded paths kept and marked); exclude: a boolean mask of paths excluded from t = 0 (the scan
-    mode's common exclusion); ``out["excluded_mask"]`` is the mask of every path excluded by the end."""
+    mode's common exclusion); ``out["excluded_mask"]`` is the mask of every path excluded by the end.
+
+    prefix: {"steps": K, "T": a Preprocessing T(y, delta), "eta": eta_p} runs K steps of the normalised power
+    iteration theta <- (theta + eta_p (1/n) sum_i T(y_i) x_i x_i^T theta) / norm before the GD steps (docs/theory.md
+    §3.3: the spectral start): u = -T(y) r, D = -T(y), theta rescaled to unit norm after every step.  The outputs
+    start at the end of the prefix (t = 0 is the spectral start), with its memory kept in the kernels."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
+    Kp = 0  # spectral prefix steps
+    if prefix is not None:
+        Kp = int(prefix["steps"])
+        Ty = np.asarray(prefix["T"](batch.y, delta), dtype=float)
+        n_gd = len(etas)
+        etas = np.concatenate([np.full(Kp, float(prefix["eta"])), np.asarray(etas, dtype=float)])
+        ridge = np.concatenate([np.zeros(Kp), np.full(n_gd, float(ridge))])
+        keep_law_at = [int(v) + Kp for v in keep_law_at]
     T = len(etas)
+    ridges = np.broadcast_to(np.asarray(ridge, dtype=float), (T,))
     m, k = net.m, link.k
     kH = hard_basis.shape[1]
     N, NR = len(batch.y), batch.NR
@@ -188,6 +203,10 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
 
     for t in range(T + 1):
         par.advance(t, Ru, Cu)
+        if 1 <= t <= Kp:  # spectral prefix: the step t-1 -> t rescaled so that |theta^t| = 1 (Theta^T Theta -> 1)
+            par.scale[t - 1] = 1.0 / math.sqrt(float(M[t][:, 0] @ M[t][:, 0] + par.C[t, t][0, 0]))
+            M[t] *= par.scale[t - 1]
+            par.advance(t, Ru, Cu)
         Ct = par.C[t, :t + 1]  # (t+1, m, m)
         if not np.all(np.isfinite(Ct)) or np.max(np.abs(Ct)) > DIVERGENCE_LIMIT or \
                 np.max(np.abs(M[t])) > DIVERGENCE_LIMIT:
@@ -227,6 +246,11 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             rs = np.where(np.isfinite(r), r, 0.0)
             der = net.evaluate(rs.T, y)
             dmin, dmax = der.eigen_range()
+            if t < Kp:  # spectral prefix: u = -T(y) r, D = -T(y) (the network's losses are still reported)
+                l1 = -Ty * rs[0]
+                der = Derivatives(f=der.f, loss=der.loss, l1=l1, l2=np.zeros(N), F=l1[:, None],
+                                  grad_f=np.ones((N, 1)), curv=-Ty[:, None])
+                dmin = dmax = -Ty
             if t in keep_law_at:  # before any zeroing of excluded paths: D as the finite-n Hessian sees it
                 laws[t] = {"r": rs.T.copy(), "D": (der.D if m > 1 else dmin[:, None, None].copy())}
             scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())
@@ -283,7 +307,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         # Dirac terms of sigma''.  Their equal-time part is exact: averaged over the newest innovation xi^t, whose
         # conditional law given the past is known on every path.  kappa (N, m) is added to curv for the responses.
         Ltt = L[tm:tm + m, tm:tm + m]
-        if kinks:
+        if kinks and t >= Kp:
             kappa = _kink_weights(net, kinks, r=rs, xi=H[t, :m], Ltt=Ltt, y=y)
             kappa[~alive] = 0.0
             der = replace(der, curv=der.curv + kappa)
@@ -315,7 +339,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         elif response == "direct":
             direct_lags(Ru, K, t, par.R, der, rwt, m, NR)
         if t < T:
-            keep = 1.0 - etas[t] * ridge
+            keep = 1.0 - etas[t] * ridges[t]
             M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
             if pin_hard:  # E[zeta u^t] = 0 exactly on the hard subspace: keep the Monte-Carlo noise out of M
                 M[t + 1] -= hard_basis @ (hard_basis.T @ M[t + 1])
@@ -357,4 +381,18 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "excluded_at": excluded_at, "excluded_mask": ~alive,
         "laws": {t_: dict(v, weight=batch.weight, z=z, y=y) for t_, v in laws.items()},
     }
+    if Kp:  # the outputs start at the spectral start (the end of the prefix)
+        if S <= Kp:
+            raise TheorykitError(f"the DMFT diverged during the spectral prefix (step {diverged})")
+        for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "Ezu", "D_tail", "C_mu", "C_mu_init",
+                    "hard_ess"):
+            out[key] = out[key][Kp:]
+        out["D_top"] = out["D_top"][Kp:]
+        for key in ("C_theta", "R_theta", "C_u", "R_u"):
+            out[key] = out[key][Kp:, Kp:]
+        out["diverged"] = None if diverged is None else diverged - Kp
+        out["excluded_at"] = None if excluded_at is None else max(excluded_at - Kp, 0)
+        out["laws"] = {t_ - Kp: v for t_, v in laws.items()}
+        out["laws"] = {t_: dict(v, weight=batch.weight, z=z, y=y) for t_, v in out["laws"].items()}
+        out["prefix_overlap"] = float(M[Kp, 0, 0])  # M at the spectral start (|theta| = 1): the cosine with e
     return out

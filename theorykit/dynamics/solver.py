@@ -117,7 +117,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          jitter: float = defaults.DMFT_JITTER, sampler: str = defaults.DMFT_SAMPLER,
          response: str = defaults.DMFT_RESPONSE, window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED,
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
-         bias_check="auto", keep_law_at=(), exclude=None) -> DMFTResult:
+         bias_check="auto", keep_law_at=(), exclude=None, init: str = "random", spectral_T=None,
+         spectral_steps: int = 100, spectral_eta: float = 1.0, spectral_m0: float = 1e-2) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -193,18 +194,36 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     net = Network(activation, loss, width, a=a, b=b)
     lk = make_link(link)
     m, k, T = net.m, lk.k, len(etas)
+    prefix = None
+    if init not in ("random", "spectral"):
+        raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")
+    if init == "spectral":
+        # the spectral start, exactly: the DMFT of the normalised power iteration that builds the top eigenvector of
+        # (1/n) sum T(y_i) x_i x_i^T from a small overlap spectral_m0, then GD (docs/theory.md §3.3)
+        if m != 1 or k != 1:
+            raise TheorykitError("init='spectral' is implemented for width m = 1 and a single-index link")
+        if M0 is not None or Sigma0 is not None:
+            raise TheorykitError("init='spectral' sets the initial law itself: drop M0 and Sigma0")
+        from ..symbolic.ingredients import preprocessing as make_preprocessing
+
+        spectral_steps = _check_int("spectral_steps", spectral_steps, 1)
+        spectral_eta = _check_number("spectral_eta", spectral_eta, lambda v: v > 0, "> 0")
+        spectral_m0 = _check_number("spectral_m0", spectral_m0, lambda v: 0 < v < 1, "in (0, 1)")
+        Tpre = make_preprocessing(spectral_T or "(y-1)/(y+sqrt(2*delta)-1)")
+        prefix = {"steps": spectral_steps, "T": Tpre, "eta": spectral_eta}
+        M0, Sigma0 = [[spectral_m0]], [[1.0 - spectral_m0 ** 2]]
     Sigma0 = _matrix(Sigma0, (m, m), "Sigma0", np.eye(m))
     if not np.allclose(Sigma0, Sigma0.T) or np.linalg.eigvalsh(Sigma0)[0] < -1e-12:
         raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
     M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
-    hard_basis = hard_subspace_basis(lk)
+    hard_basis = hard_subspace_basis(lk) if prefix is None else np.zeros((k, 0))  # no hard process from a spectral start
     kinks = net.activation.kinks
     if kinks.discontinuities:
         raise TheorykitError(f"the activation {net.activation.name!r} jumps at x = "
                              f"{', '.join(f'{v:.6g}' for v in kinks.discontinuities)}: its D would carry derivatives "
                              "of Dirac terms, which the DMFT does not handle (use a continuous activation)")
 
-    plan = make_plan(net, lk, hard_basis, etas, paths=paths, replicas=replicas, latent=latent, order=order,
+    plan = make_plan(net, lk, hard_basis, (etas if prefix is None else np.concatenate([np.full(spectral_steps, spectral_eta), etas])), paths=paths, replicas=replicas, latent=latent, order=order,
                      response=response, response_paths=response_paths, window=window, sampler=sampler,
                      bias_check=bias_check, processes=processes, kinks=kinks)
     latent, latent_auto, order, response, auto = plan.latent, plan.latent_auto, plan.order, plan.response, plan.auto
@@ -223,7 +242,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     if exclude is not None and (len(exclude) != replicas):
         raise TheorykitError(f"exclude must hold one path mask per replica ({replicas}), got {len(exclude)}")
     jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window,
-             None, keep_law_at, (None if exclude is None else exclude[i])) for i, s in enumerate(seeds)]
+             None, keep_law_at, (None if exclude is None else exclude[i]), prefix) for i, s in enumerate(seeds)]
     if bias_check:
         # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
         if batch_args[0] == "gauss-hermite":
@@ -232,7 +251,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         else:
             half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
         jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
-                  sampler, response, window) for s in root_seq.spawn(replicas)]
+                  sampler, response, window, None, (), None, prefix) for s in root_seq.spawn(replicas)]
     bar = _Progress(len(jobs)) if progress else None
     results = []
     if procs > 1:
@@ -345,6 +364,12 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         bad = np.flatnonzero(tr_se > HARD_RELIABLE_RSE * np.abs(tr))
         reliable = int(bad[0]) - 1 if bad.size else S - 1
     settings = {
+        "init": init,
+        "spectral_start": (None if prefix is None else {
+            "T": str(prefix["T"].expr), "steps": spectral_steps, "eta": spectral_eta, "m0": spectral_m0,
+            "overlap": float(np.mean([r_["prefix_overlap"] for r_ in results])),
+            "overlap_stderr": float(np.std([r_["prefix_overlap"] for r_ in results], ddof=1) / math.sqrt(len(results))),
+            }),
         "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
         "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "ridge": ridge,
         "eta": (float(eta) if schedule is None else None), "steps": T,

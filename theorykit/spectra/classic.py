@@ -536,10 +536,9 @@ def spectral_start(problem, T: str = DEFAULT_START_T, level: int = 0):
     Gaussian part; the other neurons (top eigenvectors 2..m, no outlier) start as at random, Sigma_0 = diag(1 - rho^2,
     1, ..., 1).  The remainder is in fact correlated with the data (the eigenvector is built from X), and this
     approximation is NOT accurate beyond t = 0: tables/spectral_start.md (``python scripts/spectral_start_check.py``)
-    measures it against the simulator's spectral init.  The initial overlap itself agrees with GD at t = 0; the
-    later overlaps, Gram and losses do not (the exact treatment, the DMFT of the power iteration that builds the
-    eigenvector followed by GD, is not implemented).  Returns (problem with M0 and Sigma0 set, the
-    SpectralPrediction used)."""
+    measures it against the simulator's spectral init.  The exact treatment is ``dmft(problem, init="spectral")``,
+    which runs the power iteration that builds the eigenvector inside the DMFT (docs/theory.md §3.3).  Returns
+    (problem with M0 and Sigma0 set, the SpectralPrediction used)."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
