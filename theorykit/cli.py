@@ -3,7 +3,9 @@
 Each command lives in ``theorykit/_cli/<command>.py`` and defines ``add_parser(subparsers)`` and
 ``run(args) -> dict`` (the JSON contract) and ``text(result) -> str`` (plain output); :data:`COMMANDS` registers
 them statically (a new command is imported and added there).  A bad input exits with status 2 and a one-line
-message on stderr; no traceback reaches the user.  ``theorykit --version`` prints ``theorykit <version>``.
+message on stderr; no traceback reaches the user.  Any other exception is an internal error (a bug): exit status 1 and
+a one-line notice, or the full traceback with ``theorykit --debug COMMAND ...``.  ``theorykit --version`` prints
+``theorykit <version>``.
 """
 from __future__ import annotations
 
@@ -53,10 +55,13 @@ def _clean(obj):
 def build_parser():
     p = _Parser(prog="theorykit", description="Theory of feature learning in two-layer networks.")
     p.add_argument("--version", action="version", version=f"theorykit {__version__}")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an internal error (a bug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for mod in COMMANDS.values():
         sp_ = mod.add_parser(sub)
         sp_.add_argument("--json", action="store_true", help="machine-readable output")
+        sp_.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help="show the traceback of an internal error (a bug)")
         sp_.set_defaults(_module=mod)
     return p
 
@@ -69,17 +74,26 @@ def main(argv=None) -> int:
         return 2
     try:
         result = args._module.run(args)
+        out = json.dumps(_clean(result), indent=2) if args.json else args._module.text(result)
     except TheorykitError as e:
-        sys.stderr.write(f"theorykit: error: {e}\n")
+        sys.stderr.write(f"theorykit: error: {_first_line(e)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("theorykit: interrupted\n")
         return 130
-    if args.json:
-        print(json.dumps(_clean(result), indent=2))
-    else:
-        print(args._module.text(result))
+    except Exception as e:  # not a bad input: a bug, reported as such (never disguised as a user error)
+        if getattr(args, "debug", False):
+            raise
+        sys.stderr.write(f"theorykit: internal error: {type(e).__name__}: {_first_line(e)} "
+                         f"(a bug; rerun with --debug for the traceback)\n")
+        return 1
+    print(out)
     return 0
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 if __name__ == "__main__":

@@ -16,3 +16,7 @@ class ParseError(TheorykitError):
 
 class DivergenceError(TheorykitError):
     """A numerical iteration left the finite numbers (e.g. GD with too large a step)."""
+
+
+class TimeLimitError(TheorykitError):
+    """A symbolic or numeric computation ran past its wall-clock limit (the message says how to raise it)."""

@@ -7,11 +7,15 @@ def add_parser(sub):
     p.add_argument("activation", help="preset (quad, gelu, relu, tanh, erf, linear, he2, he3) or expression in x")
     p.add_argument("--degree", type=int, default=4, help="largest k (default 4)")
     p.add_argument("--time-limit", type=float, default=3.0, help="seconds for sympy.integrate per coefficient")
+    p.add_argument("--wall-limit", type=float, default=None,
+                   help="wall-clock seconds per coefficient, all methods together (default 30, or "
+                        "$THEORYKIT_WALL_LIMIT)")
     return p
 
 
 def run(args) -> dict:
-    h = hermite_coefficients(args.activation, args.degree, time_limit=args.time_limit)
+    h = hermite_coefficients(args.activation, args.degree, time_limit=args.time_limit,
+                             wall_limit=args.wall_limit)
     return {"activation": str(h.activation.expr), "name": h.activation.name,
             "convention": "probabilists' He_k; mu_k = E[sigma(G) He_k(G)]; sigma = sum_k mu_k He_k / k!",
             "coefficients": [c.as_dict() for c in h.coefficients]}

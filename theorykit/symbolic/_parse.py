@@ -28,6 +28,13 @@ _FUNCTIONS = {
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
 _MAX_LEN = 2000
 _MAX_POW = 64
+#: deepest bracket nesting accepted: real expressions need a handful of levels, while SymPy's recursive algorithms
+#: (simplify, integrate, lambdify) take minutes or overflow the stack on a few hundred
+_MAX_DEPTH = 50
+#: largest number of digits of a literal constant (and of any constant the expression builds, e.g. 10**50**2 would
+#: need _MAX_POW): beyond float range the numeric tiers overflow
+_MAX_DIGITS = 50
+_MAX_MAGNITUDE = 10 ** _MAX_DIGITS
 
 
 def _describe(node):
@@ -41,7 +48,7 @@ class _Builder:
         self.what = what
 
     def fail(self, msg):
-        raise ParseError(f"{self.what} {self.text!r}: {msg}")
+        raise ParseError(f"{self.what} {_short(self.text)}: {msg}")
 
     def build(self, node):
         if isinstance(node, ast.Expression):
@@ -50,6 +57,8 @@ class _Builder:
             v = node.value
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 self.fail(f"only numbers are allowed as constants, not {type(v).__name__}")
+            if v != v or abs(v) >= _MAX_MAGNITUDE:  # nan cannot be written; inf is 1e400
+                self.fail(f"constant too large (at most {_MAX_DIGITS} digits, |c| < 1e{_MAX_DIGITS})")
             return sp.Integer(v) if isinstance(v, int) else sp.Rational(repr(v))
         if isinstance(node, ast.Name):
             if node.id in self.symbols:
@@ -100,6 +109,23 @@ class _Builder:
         self.fail(f"{_describe(node)} syntax is not allowed in an expression")
 
 
+def _bracket_depth(text: str) -> int:
+    depth = best = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return best
+
+
+def _short(text: str, n: int = 60) -> str:
+    """repr of text, shortened to about n characters (error messages stay one readable line)."""
+    t = text.strip()
+    return repr(t) if len(t) <= n else repr(t[:n]) + f"... ({len(t)} characters)"
+
+
 def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.Expr:
     """Parse ``text`` into a SymPy expression using only ``symbols`` (name -> Symbol) and whitelisted functions.
 
@@ -117,6 +143,9 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
         raise ParseError(f"{what} is too long ({len(stripped)} characters, at most {_MAX_LEN})")
     if "__" in stripped or re.search(r"[;\n\\`$@]", stripped):
         raise ParseError(f"{what} {text!r}: forbidden characters (dunder names, ';', newlines, backslashes)")
+    depth = _bracket_depth(stripped)
+    if depth > _MAX_DEPTH:
+        raise ParseError(f"{what} {_short(text)}: nested too deeply ({depth} levels of brackets, at most {_MAX_DEPTH})")
     stripped = stripped.replace("^", "**")  # '^' is power, as in mathematics (with power's precedence)
     try:
         tree = ast.parse(stripped, mode="eval")
@@ -132,4 +161,9 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
         raise ParseError(f"{what} {text!r}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     if not isinstance(expr, sp.Basic):
         raise ParseError(f"{what} {text!r}: not an expression")
+    for c in expr.atoms(sp.Rational, sp.Float):
+        if not c.is_finite or abs(c) >= _MAX_MAGNITUDE or \
+                (c.is_Rational and abs(c.q) >= _MAX_MAGNITUDE):
+            raise ParseError(f"{what} {_short(text)}: a constant in it is too large "
+                             f"(at most {_MAX_DIGITS} digits, |c| < 1e{_MAX_DIGITS})")
     return fn.stabilise(sp.sympify(expr))

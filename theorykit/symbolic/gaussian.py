@@ -17,7 +17,11 @@ Tier ``monte-carlo``: more than three variables; the value with its standard err
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp_proc
+import os
+import signal
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -26,7 +30,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..errors import TheorykitError
+from ..errors import TheorykitError, TimeLimitError
 from ..rules import gauss_hermite
 from . import functions as fn
 
@@ -331,13 +335,16 @@ def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[
     proc.start()
     child.close()
     res = None
-    if parent.poll(time_limit):
-        try:
-            res = parent.recv()
-        except EOFError:
-            res = None
-    proc.kill()
-    proc.join(1)
+    try:
+        if parent.poll(time_limit):
+            try:
+                res = parent.recv()
+            except EOFError:
+                res = None
+    finally:  # also when a wall-clock limit interrupts the wait: never leave the child running
+        proc.kill()
+        proc.join(1)
+        parent.close()
     return res
 
 
@@ -397,6 +404,69 @@ def monte_carlo(expr: sp.Expr, variables: Sequence[sp.Symbol], n: int = 1_000_00
     return float(fv.mean()), float(fv.std(ddof=1) / np.sqrt(n))
 
 
+# ----------------------------------------------------------------------------------------- wall-clock limit
+#: default wall-clock limit in seconds for one Gaussian expectation, all tiers together (the closed-form engine, the
+#: symmetry test, sympy.integrate and quadrature); the environment variable THEORYKIT_WALL_LIMIT overrides it
+WALL_LIMIT = 30.0
+
+
+#: set by a command's --wall-limit (takes precedence over the environment)
+OVERRIDE: Optional[float] = None
+
+
+def default_wall_limit() -> float:
+    if OVERRIDE is not None:
+        return OVERRIDE
+    env = os.environ.get("THEORYKIT_WALL_LIMIT")
+    if env:
+        try:
+            return float(env)
+        except ValueError:
+            raise TheorykitError(f"THEORYKIT_WALL_LIMIT must be a number of seconds, got {env!r}") from None
+    return WALL_LIMIT
+
+
+class _Alarm(BaseException):
+    """Raised by the SIGALRM handler; a BaseException so that no `except Exception` on the way swallows it."""
+
+
+_active = threading.local()
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: Optional[float], what: str, hint: str = "--wall-limit SECONDS or THEORYKIT_WALL_LIMIT"):
+    """Run the body under a wall-clock limit (SIGALRM); past it, raise a one-line :class:`TimeLimitError`.
+
+    Nested limits: the outermost one governs.  Outside the main thread (no signals there) or with ``seconds`` None or
+    <= 0 the body runs unlimited.
+    """
+    if (seconds is None or seconds <= 0 or getattr(_active, "on", False) or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def handler(signum, frame):
+        if getattr(_active, "on", False):
+            raise _Alarm()
+
+    old = signal.signal(signal.SIGALRM, handler)
+    _active.on = True
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    except _Alarm:
+        raise TimeLimitError(f"{what} did not finish within {seconds:g} s (raise the limit with {hint})") from None
+    finally:
+        _active.on = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _short(expr, n: int = 60) -> str:
+    t = str(expr)
+    return t if len(t) <= n else t[:n] + "..."
+
+
 # ------------------------------------------------------------------------------------------------- front door
 def _is_odd(expr: sp.Expr, variables) -> bool:
     """True when expr(-v) = -expr(v) jointly in all variables (then E[expr] = 0 exactly)."""
@@ -410,12 +480,20 @@ def _is_odd(expr: sp.Expr, variables) -> bool:
 
 
 def expectation(expr, variables: Sequence[sp.Symbol], time_limit: float = 3.0,
-                allow_sympy: bool = True, seed: int = 0) -> Expectation:
+                allow_sympy: bool = True, seed: int = 0, wall_limit: Optional[float] = None) -> Expectation:
     """E[expr] over independent N(0, 1) ``variables``, by the first tier that succeeds.
 
     The closed-form engine is tried first, then (one variable, ``allow_sympy``) ``sympy.integrate`` under
-    ``time_limit`` seconds, then quadrature (or Monte Carlo beyond three variables).
+    ``time_limit`` seconds, then quadrature (or Monte Carlo beyond three variables).  All of it runs under
+    ``wall_limit`` seconds of wall-clock time (default :func:`default_wall_limit`); past it a one-line
+    :class:`~theorykit.errors.TimeLimitError`.
     """
+    limit = default_wall_limit() if wall_limit is None else wall_limit
+    with wall_clock_limit(limit, f"E[{_short(expr)}]"):
+        return _expectation(expr, variables, time_limit, allow_sympy, seed)
+
+
+def _expectation(expr, variables, time_limit, allow_sympy, seed) -> Expectation:
     expr = sp.sympify(expr)
     variables = [v for v in variables if expr.has(v)]
     if _is_odd(expr, variables):

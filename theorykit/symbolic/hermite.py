@@ -54,14 +54,16 @@ class HermiteExpansion:
                    for c in self.coefficients)
 
 
-def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0) -> HermiteExpansion:
-    """mu_0..mu_degree of ``act`` (preset name, expression string or Activation)."""
+def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0,
+                         wall_limit: Optional[float] = None) -> HermiteExpansion:
+    """mu_0..mu_degree of ``act`` (preset name, expression string or Activation); each coefficient under
+    ``wall_limit`` seconds of wall-clock time (default: :func:`theorykit.symbolic.gaussian.default_wall_limit`)."""
     act = make_activation(act)
     if not isinstance(degree, int) or degree < 0 or degree > 40:
         raise TheorykitError(f"degree must be an integer in 0..40, got {degree!r}")
     coeffs = []
     for k in range(degree + 1):
-        e = expectation(act.expr * cv.hermite_he(k), [cv.X], time_limit=time_limit)
+        e = expectation(act.expr * cv.hermite_he(k), [cv.X], time_limit=time_limit, wall_limit=wall_limit)
         coeffs.append(HermiteCoefficient(k, e.exact, float(e.value), e.tier, e.error, e.method))
     return HermiteExpansion(act, tuple(coeffs))
 

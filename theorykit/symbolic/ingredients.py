@@ -7,6 +7,7 @@ Build them with :func:`activation`, :func:`link` and :func:`loss`, which accept 
 """
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -226,6 +227,11 @@ def _split_params(spec: str, registry: dict) -> tuple[str, dict]:
             params[key.strip()] = sp.Rational(val.strip())
         except (TypeError, ValueError):
             raise TheorykitError(f"bad value {val!r} for parameter {key!r} in {spec!r} (expected a number)") from None
+    takes = list(inspect.signature(registry[name.strip()]).parameters)
+    unknown = sorted(set(params) - set(takes))
+    if unknown:
+        accepted = f"accepts only {', '.join(takes)}" if takes else "takes no parameters"
+        raise TheorykitError(f"preset {name.strip()!r} {accepted} (got {', '.join(unknown)})")
     return name.strip(), params
 
 
@@ -318,6 +324,10 @@ def _make_link(name: str, expr: sp.Expr) -> Link:
     extra = syms - {cv.Z, cv.EPS} - set(multi)
     if extra:
         raise TheorykitError(f"link {name!r}: unknown symbols {sorted(map(str, extra))}")
+    if len(multi) == 1 and multi[0] == cv.z_symbol(1):
+        # z1 alone is a single-index link: write it in z, which the single-index analysis is built on
+        expr = expr.xreplace({multi[0]: cv.Z})
+        multi = []
     if multi:
         k = int(multi[-1].name[1:])
         latent = tuple(cv.z_symbol(i) for i in range(1, k + 1))
