@@ -14,34 +14,46 @@ noise_limited, how}]} with --capture).
 import sys
 
 from .. import defaults
-from ._simargs import add_initial_law_arguments, initial_law
+from ._simargs import add_initial_law_arguments, check_args, check_width, initial_law, integer, nonnegative_float, \
+    positive_float, seed_type
+
+EXAMPLE = ("example: theorykit dmft --activation relu --link phase-retrieval --delta 2 --eta 0.5 --steps 40 "
+           "--paths 4096 --replicas 4 --predict-d 200")
 from .derive import add_network_arguments
 
 
 def add_parser(sub):
-    p = sub.add_parser("dmft", help="DMFT of gradient descent (docs/theory.md §3 and §3.2), with standard errors")
+    p = sub.add_parser("dmft", help="DMFT of gradient descent (docs/theory.md §3 and §3.2), with standard errors",
+                       description="DMFT of gradient descent (docs/theory.md §3 and §3.2), with standard errors.",
+                       epilog=EXAMPLE)
     add_network_arguments(p, loss_required=False)
+    check_width(p)
     p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
-    p.add_argument("--delta", type=float, required=True, help="samples per dimension n/d")
-    p.add_argument("--eta", type=float, default=None, help="constant learning rate (with --steps)")
-    p.add_argument("--steps", type=int, default=None, help="number of GD steps T (with --eta)")
-    p.add_argument("--flow-time", type=float, default=None,
-                   help="gradient-flow mode: total time sum(eta_t) on a non-uniform grid (instead of --eta/--steps)")
-    p.add_argument("--eta0", type=float, default=defaults.FLOW_ETA0,
+    p.add_argument("--delta", type=positive_float, required=True, help="samples per dimension n/d (> 0)")
+    p.add_argument("--eta", type=positive_float, default=None, help="constant learning rate > 0 (with --steps)")
+    p.add_argument("--steps", type=integer(0), default=None,
+                   help="number of GD steps T >= 0 (with --eta); the output has t = 0..T")
+    p.add_argument("--flow-time", type=positive_float, default=None,
+                   help="gradient-flow mode: total time > 0, sum(eta_t) on a non-uniform grid (instead of --eta/--steps)")
+    p.add_argument("--eta0", type=positive_float, default=defaults.FLOW_ETA0,
                    help=f"flow mode: first step size (default {defaults.FLOW_ETA0:g})")
-    p.add_argument("--eta-max", type=float, default=defaults.FLOW_ETA_MAX,
+    p.add_argument("--eta-max", type=positive_float, default=defaults.FLOW_ETA_MAX,
                    help=f"flow mode: largest step size (default {defaults.FLOW_ETA_MAX:g})")
-    p.add_argument("--doubling-every", type=int, default=defaults.FLOW_DOUBLING_EVERY,
+    p.add_argument("--doubling-every", type=integer(1), default=defaults.FLOW_DOUBLING_EVERY,
                    help=f"flow mode: steps between doublings (default {defaults.FLOW_DOUBLING_EVERY})")
-    p.add_argument("--paths", type=int, default=defaults.DMFT_PATHS,
-                   help=f"sample paths in total over all replicas (default {defaults.DMFT_PATHS})")
-    p.add_argument("--replicas", type=int, default=defaults.DMFT_REPLICAS,
-                   help=f"independent solves giving the standard errors (default {defaults.DMFT_REPLICAS})")
-    p.add_argument("--ridge", type=float, default=defaults.RIDGE, help="ridge lambda (default 0)")
-    p.add_argument("--seed", type=int, default=defaults.DMFT_SEED, help="seed of the replicas' random streams")
+    p.add_argument("--paths", type=integer(2), default=defaults.DMFT_PATHS,
+                   help=f"sample paths in total over all replicas, >= 2 (default {defaults.DMFT_PATHS})")
+    p.add_argument("--replicas", type=integer(2), default=defaults.DMFT_REPLICAS,
+                   help=f"independent solves giving the standard errors, >= 2 (default {defaults.DMFT_REPLICAS})")
+    p.add_argument("--ridge", type=nonnegative_float, default=defaults.RIDGE,
+                   help="ridge lambda >= 0 (default 0)")
+    p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,
+                   help=f"seed of the replicas' random streams, an integer >= 0 (default {defaults.DMFT_SEED})")
     p.add_argument("--latent", default=defaults.DMFT_LATENT, choices=["auto", "gauss-hermite", "monte-carlo"],
                    help="how the latent (z, eps) is integrated (auto: Gauss-Hermite when it is accurate)")
-    p.add_argument("--order", type=int, default=None, help="Gauss-Hermite nodes per latent dimension")
+    p.add_argument("--order", type=integer(1, 1000), default=None,
+                   help="Gauss-Hermite nodes per latent dimension, in 1..1000 (default 32 for one latent "
+                        "dimension, else 16)")
     p.add_argument("--sampler", default=defaults.DMFT_SAMPLER, choices=["sobol", "random"],
                    help="paths of the Gaussian field: scrambled Sobol (default) or i.i.d.")
     p.add_argument("--response", default=defaults.DMFT_RESPONSE, choices=["auto", "stein", "direct"],
@@ -51,13 +63,13 @@ def add_parser(sub):
     p.add_argument("--bias-check", default="auto", choices=["auto", "on", "off"],
                    help="also solve as many replicas with half the paths, report the finite-path bias ('bias') and "
                         "include it in the standard errors (auto: on with Stein's responses)")
-    p.add_argument("--predict-d", type=int, default=None,
+    p.add_argument("--predict-d", type=integer(1), default=None,
                    help="also give the predicted probability of hard overlap > 1/2 at this d (docs/theory.md §3.2)")
-    p.add_argument("--capture", type=int, nargs="+", default=None, metavar="D",
+    p.add_argument("--capture", type=integer(1), nargs="+", default=None, metavar="D",
                    help="also give the matched finite-d probability of capturing the hard direction by --steps at "
-                        "these d (m = 1; runs capture_threshold: ~10 more DMFT solves)")
-    p.add_argument("--capture-hi", type=float, default=defaults.CAPTURE_HI,
-                   help=f"largest initial hard overlap tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
+                        "these d >= 1 (m = 1; needs --steps >= 1; runs capture_threshold: ~10 more DMFT solves)")
+    p.add_argument("--capture-hi", type=positive_float, default=defaults.CAPTURE_HI,
+                   help=f"largest initial hard overlap (> 0) tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
     add_initial_law_arguments(p)
     p.add_argument("--init", choices=["random", "spectral"], default="random",
                    help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: GD from the top "
@@ -73,6 +85,7 @@ def run(args) -> dict:
     from ..dynamics import dmft, flow_schedule
     from ..errors import TheorykitError
 
+    check_args(args)
     if args.flow_time is not None:
         if args.eta is not None or args.steps is not None:
             raise TheorykitError("give either --eta and --steps, or --flow-time, not both")
@@ -83,6 +96,10 @@ def run(args) -> dict:
         step = dict(eta=args.eta, steps=args.steps)
     if args.capture is not None and args.flow_time is not None:
         raise TheorykitError("--capture needs --eta and --steps (capture_threshold runs constant-step GD)")
+    if args.capture is not None and args.steps == 0:
+        raise TheorykitError("--capture needs --steps >= 1 (nothing is captured at t = 0)")
+    if len(set(args.capture or ())) != len(args.capture or ()):
+        raise TheorykitError(f"--capture: duplicate d in {args.capture}")
     progress = bool(args.progress) or sys.stderr.isatty()
     law = initial_law(args)
     if args.init == "spectral" and (law["M0"] is not None or law["Sigma0"] is not None):

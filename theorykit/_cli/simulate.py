@@ -9,11 +9,14 @@ population_test_loss[_error] are null when k + noisy + m > 4 (method.population_
 """
 import sys
 
-from ._simargs import add_simulation_arguments, simulation_kwargs
+from ._simargs import check_args, add_simulation_arguments, simulation_kwargs
 
 
 def add_parser(sub):
-    p = sub.add_parser("simulate", help="finite-d full-batch gradient descent (the referee for the theory)")
+    p = sub.add_parser("simulate", help="finite-d full-batch gradient descent (the referee for the theory)",
+                       description="Finite-d full-batch gradient descent (the referee for the theory).",
+                       epilog="example: theorykit simulate --activation relu --link phase-retrieval --delta 2 --d 200 "
+                              "--steps 100 --eta 0.5 --seed 1")
     add_simulation_arguments(p)
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when it is not a terminal")
     return p
@@ -22,6 +25,7 @@ def add_parser(sub):
 def run(args) -> dict:
     from ..referee import simulate
 
+    check_args(args)
     progress = bool(getattr(args, "progress", False)) or sys.stderr.isatty()
     res = simulate(delta=args.delta, seed=args.seed, progress=progress, **simulation_kwargs(args))
     return res.as_dict()

@@ -5,32 +5,38 @@ from ..errors import TheorykitError
 from ..spectra import spectral_prediction, spectral_threshold
 
 
-def _positive(text):
+def _positive(text, name="--delta"):
     try:
         v = float(text)
     except ValueError:
-        raise TheorykitError(f"expected a number, got {text!r}") from None
+        raise TheorykitError(f"{name}: expected a number, got {text!r}") from None
     if not (math.isfinite(v) and v > 0):
-        raise TheorykitError(f"expected a positive finite number, got {text!r}")
+        raise TheorykitError(f"{name}: expected a positive finite number, got {text!r}")
     return v
 
 
 def add_parser(sub):
     p = sub.add_parser("spectral", help="top eigenvalue, overlap and threshold delta_u of the spectral method "
-                                        "(1/n) sum T(y_i) x_i x_i^T")
+                                        "(1/n) sum T(y_i) x_i x_i^T",
+                       description="Top eigenvalue, overlap and threshold delta_u of the spectral method "
+                                   "(1/n) sum T(y_i) x_i x_i^T.",
+                       epilog="example: theorykit spectral --link phase-retrieval --preprocess "
+                              "'(y-1)/(y+sqrt(2*delta)-1)' --delta 2")
     p.add_argument("--link", required=True, help="single-index link: preset (phase-retrieval, ...) or expression in "
                                                  "z and eps")
     p.add_argument("--preprocess", required=True, metavar="EXPR",
                    help="preprocessing T as an expression in y and delta, e.g. '(y-1)/(y+sqrt(2*delta)-1)'")
-    p.add_argument("--delta", required=True, help="sample ratio n/d")
+    p.add_argument("--delta", required=True, help="sample ratio n/d, a finite number > 0")
     p.add_argument("--delta-range", nargs=2, default=("1e-3", "1e3"), metavar=("LO", "HI"),
-                   help="range scanned for the threshold delta_u (default 1e-3 1e3)")
+                   help="range 0 < LO < HI scanned for the threshold delta_u (default 1e-3 1e3)")
     return p
 
 
 def run(args) -> dict:
     delta = _positive(args.delta)
-    lo, hi = (_positive(v) for v in args.delta_range)
+    lo, hi = (_positive(v, "--delta-range") for v in args.delta_range)
+    if not lo < hi:
+        raise TheorykitError(f"--delta-range: expected LO < HI, got {args.delta_range[0]} {args.delta_range[1]}")
     pred = spectral_prediction(args.link, args.preprocess, delta)
     try:
         thr = spectral_threshold(args.link, args.preprocess, delta_range=(lo, hi)).as_dict()

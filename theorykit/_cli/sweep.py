@@ -6,20 +6,29 @@ written with other settings is refused).  Exit status 2, with one line, when eve
 import math
 import sys
 
-from ._simargs import add_simulation_arguments, simulation_kwargs
+from ._simargs import check_args, SEED_MAX, add_simulation_arguments, integer, simulation_kwargs
 from ..errors import TheorykitError
 
 
 def add_parser(sub):
-    p = sub.add_parser("sweep", help="success probability of finite-d GD vs delta, over seeds, in parallel")
+    p = sub.add_parser("sweep", help="success probability of finite-d GD vs delta, over seeds, in parallel",
+                       description="Success probability of finite-d GD vs delta, over seeds, in parallel.",
+                       epilog="example: theorykit sweep --activation relu --link phase-retrieval --d 100 --steps 100 "
+                              "--eta 0.5 --deltas 2,4,6 --seeds 8 --out sweep.csv")
     add_simulation_arguments(p, with_delta=False)
-    p.add_argument("--deltas", required=True, help="comma-separated sample ratios, e.g. 2,4,6")
-    p.add_argument("--seeds", default="8", help="a count N (seeds 0..N-1) or a comma-separated list")
-    p.add_argument("--processes", type=int, default=None, help="worker processes (default: all CPUs)")
+    p.add_argument("--deltas", required=True, help="comma-separated distinct sample ratios n/d > 0, e.g. 2,4,6")
+    p.add_argument("--seeds", default="8", help="a count N >= 1 (seeds 0..N-1) or a comma-separated list of distinct "
+                                               "integers >= 0 (default 8)")
+    p.add_argument("--processes", type=integer(1), default=None,
+                   help="worker processes >= 1 (default: all CPUs)")
     p.add_argument("--out", default=None, help="CSV file: settings recorded in its header, each row appended as its "
                                                "run finishes; rerun the same command to resume an interrupted sweep")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
     return p
+
+
+#: the most runs (deltas x seeds) one sweep command takes
+MAX_RUNS = 10 ** 6
 
 
 def _floats(text, name):
@@ -29,17 +38,53 @@ def _floats(text, name):
         raise TheorykitError(f"--{name}: expected comma-separated numbers, got {text!r}") from None
 
 
+def _deltas(text):
+    deltas = _floats(text, "deltas")
+    if not deltas:
+        raise TheorykitError(f"--deltas: no value given in {text!r}")
+    bad = [v for v in deltas if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise TheorykitError(f"--deltas: every delta must be a positive finite number, got {bad[0]!r}")
+    if len(set(deltas)) != len(deltas):
+        raise TheorykitError(f"--deltas: duplicate delta in {text!r}")
+    return deltas
+
+
+def _seeds(text):
+    def one(t):
+        try:
+            v = int(t.strip())
+        except ValueError:
+            raise TheorykitError(f"--seeds: seeds are integers >= 0, got {t.strip()!r}") from None
+        if not 0 <= v <= SEED_MAX:
+            raise TheorykitError(f"--seeds: seeds are integers in 0..{SEED_MAX}, got {t.strip()!r}")
+        return v
+
+    if "," in text:
+        seeds = [one(t) for t in text.split(",") if t.strip()]
+        if not seeds:
+            raise TheorykitError(f"--seeds: no seed given in {text!r}")
+        if len(set(seeds)) != len(seeds):
+            raise TheorykitError(f"--seeds: duplicate seed in {text!r}")
+        return seeds
+    try:
+        count = int(text.strip())
+    except ValueError:
+        raise TheorykitError(f"--seeds: expected a count N >= 1 or a comma-separated list, got {text!r}") from None
+    if not 1 <= count <= MAX_RUNS:
+        raise TheorykitError(f"--seeds: the count must be in 1..{MAX_RUNS}, got {text!r}")
+    return list(range(count))
+
+
 def run(args) -> dict:
     from ..referee.sweeps import failure_message, summarise, sweep
 
-    deltas = _floats(args.deltas, "deltas")
-    if "," in args.seeds:
-        seeds = [int(s) for s in _floats(args.seeds, "seeds")]
-    else:
-        try:
-            seeds = list(range(int(args.seeds)))
-        except ValueError:
-            raise TheorykitError(f"--seeds: expected a count or a list, got {args.seeds!r}") from None
+    check_args(args)
+    deltas = _deltas(args.deltas)
+    seeds = _seeds(args.seeds)
+    if len(deltas) * len(seeds) > MAX_RUNS:
+        raise TheorykitError(f"{len(deltas)} deltas x {len(seeds)} seeds = {len(deltas) * len(seeds)} runs: at most "
+                             f"{MAX_RUNS} in one sweep")
     df = sweep(deltas, seeds, processes=args.processes, csv=args.out, progress=args.progress or None, quiet=True,
                **simulation_kwargs(args))
     bad = failure_message(df)

@@ -50,6 +50,7 @@ Numerics:
 from __future__ import annotations
 
 import math
+import os as _os
 import time as _time
 from typing import Optional
 
@@ -107,6 +108,19 @@ def _matrix(v, shape, name, default):
     if a.shape != shape or not np.all(np.isfinite(a)):
         raise TheorykitError(f"{name} must be a finite array of shape {shape}, got shape {np.shape(v)}")
     return a
+
+
+def _check_kernel_memory(T: int, m: int, k: int = 1, procs: int = 1):
+    """Refuse up front a DMFT whose two-time kernels cannot fit: each solving process holds about 6 + 2k arrays of
+    (T+1)^2 m^2 float64 (C, R on both sides, the hard process' covariances, the Cholesky factor)."""
+    from .._checks import MEMORY_FRACTION, fmt_bytes, physical_memory
+
+    need = (6 + 2 * k) * float(T + 1) ** 2 * m * m * 8 * max(procs, 1)
+    phys = physical_memory()
+    if phys is not None and need > MEMORY_FRACTION * phys:
+        raise TheorykitError(f"the DMFT's two-time kernels for T = {T} steps (m = {m}) would need about "
+                             f"{fmt_bytes(need)} with {procs} parallel replica(s) (allowed "
+                             f"{fmt_bytes(MEMORY_FRACTION * phys)}): lower steps")
 
 
 def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None, delta: Optional[float] = None,
@@ -185,15 +199,24 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
             raise TheorykitError("give eta and steps (or a schedule)")
         eta = _check_number("eta", eta, lambda v: v > 0, "> 0")
         steps = _check_int("steps", steps, 0)
+        _check_kernel_memory(steps, 1)  # before np.full: 10^12 steps must not allocate
         etas = np.full(steps, eta)
     paths = _check_int("paths", paths, 2)
     replicas = _check_int("replicas", replicas, 2)
     seed = _check_int("seed", seed, 0)
     if not (isinstance(jitter, (int, float)) and 0 <= jitter < 1e-3):
         raise TheorykitError(f"jitter must be in [0, 1e-3), got {jitter!r}")
+    if order is not None:
+        order = _check_int("order", order, 1, 1000)
     net = Network(activation, loss, width, a=a, b=b)
     lk = make_link(link)
     m, k, T = net.m, lk.k, len(etas)
+    if T == 0 and response == "auto" and (paths // replicas) * m * m * 4 > RESPONSE_MEMORY:
+        # T = 0 with so many paths that auto cannot take the whole batch: it would choose by the step sizes (none)
+        raise TheorykitError("with steps = 0 and this many paths, choose response='direct' or 'stein' explicitly "
+                             "(or lower paths)")
+    _check_kernel_memory(T, m, k, min(replicas, processes if isinstance(processes, int) and processes > 0
+                                           else (_os.cpu_count() or 1)))
     prefix = None
     if init not in ("random", "spectral"):
         raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")

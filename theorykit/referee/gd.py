@@ -217,6 +217,21 @@ def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spe
     return est
 
 
+#: a run estimated to take longer than this (seconds, see :func:`_check_cost`) is refused up front
+MAX_SECONDS = 86400.0
+
+
+def _check_cost(n, d, m, steps, n_test):
+    """Refuse a run whose estimated time exceeds :data:`MAX_SECONDS`: per step ~2e-4 s of fixed overhead plus ~2 ns
+    per multiply-add of the forward/backward passes on the train and test sets ((n + n_test) d m)."""
+    per_step = 2e-4 + 2e-9 * (n + n_test) * d * max(m, 1)
+    est = (steps + 1) * per_step
+    if est > MAX_SECONDS:
+        raise TheorykitError(f"simulation of {steps} steps at n = {n}, d = {d}, m = {m} would take about "
+                             f"{est / 3600:.3g} h (estimate; limit {MAX_SECONDS / 3600:g} h): lower steps, d or delta")
+    return est
+
+
 def _check_memory(n, d, m, k, steps, n_test, spectral):
     est = memory_estimate(n, d, m, k, steps, n_test, spectral)
     phys = physical_memory()
@@ -385,6 +400,8 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         raise TheorykitError("a spectral preprocessing T was given but init is not 'spectral'")
     if init == "spectral" and (problem.Sigma0 is not None or problem.M0 is not None):
         raise TheorykitError("init 'spectral' sets Theta(0) itself: it takes the default Sigma0 = I and M0 = 0")
+    if not delta * d < 1e15:  # n = round(delta d) samples: inf (1e308 * d) or beyond any memory
+        raise TheorykitError(f"n = delta * d = {delta} * {d} samples is too many: lower delta or d")
     n = int(round(delta * d))
     if n < 1:
         raise TheorykitError(f"n = round(delta * d) = round({delta} * {d}) = 0 samples: raise delta or d")
@@ -396,6 +413,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     if k > d:
         raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
     _check_memory(n, d, m, k, steps, n_test, init == "spectral")
+    _check_cost(n, d, m, steps, n_test)
     hessian_fn = _hessian_function() if hessian_every else None
     T_fn = None
     if init == "spectral":
