@@ -392,8 +392,6 @@ def p_m1(d, Cth, Cmu):
 
 
 def part3(args, rows, md):
-    from scipy.stats import chi2  # noqa: F401
-
     md.append(f"## 3. Finite-d success probability (docs/theory.md §3.2) vs GD, m = 1: phase retrieval y = z^2 with square loss "
               f"(the issue's settings) and y = sign(|z| - median|z|) with logistic loss\n")
     md.append("Prediction: P_t = P(chi2_1 > d C_theta(t,t)/C_mu(t)) from the DMFT (`success_probability`). Primary: "

@@ -30,7 +30,7 @@ class ParameterSide:
         self.C = np.zeros((T + 1, T + 1, m, m))
 
     def advance(self, t: int, Ru: np.ndarray, Cu: np.ndarray):
-        m, I = self.m, np.eye(self.m)
+        I = np.eye(self.m)
         P, R, C = self.P, self.R, self.C
         if t == 0:
             P[0] = I
