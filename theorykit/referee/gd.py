@@ -243,6 +243,39 @@ def _check_memory(n, d, m, k, steps, n_test, spectral):
     return est
 
 
+def _draw(problem: Problem, d: int, n: int, n_test: int, seed: int):
+    """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER)."""
+    lk, m = problem.link_obj, problem.m
+    k = lk.k
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal((d, m)) / math.sqrt(d)
+    if problem.Sigma0 is not None:  # rows ~ N(0, Sigma0 / d)
+        w, U = np.linalg.eigh(problem.Sigma0_matrix)
+        theta = theta @ ((U * np.sqrt(np.clip(w, 0.0, None))) @ U.T)
+    if problem.M0 is not None:
+        theta[:k] += problem.M0_matrix
+    X = rng.standard_normal((n, d))
+    eps = rng.standard_normal(n) if lk.noisy else None
+    y = lk.response(X[:, :k], eps)
+    X_test = rng.standard_normal((n_test, d))
+    eps_test = rng.standard_normal(n_test) if lk.noisy else None
+    y_test = lk.response(X_test[:, :k], eps_test)
+    return theta, X, y, X_test, y_test
+
+
+def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED):
+    """(X (n, d), y (n,)): the training set that ``simulate(problem, d=d, seed=seed)`` draws (same RNG order; the
+    latent directions are the first k axes, so z = X[:, :k]).  With a run's final ``theta`` this gives the finite-d
+    Hessian at that step: ``problem.network.evaluate(X @ theta, y)`` holds its per-sample D_i."""
+    d = check_int("d", d, 1)
+    seed = check_int("seed", seed, 0)
+    n = int(round(problem.delta * d))
+    if n < 1:
+        raise TheorykitError(f"n = round(delta * d) = 0 samples: raise delta or d")
+    _, X, y, _, _ = _draw(problem, d, n, 1, seed)
+    return X, y
+
+
 def _orth_overlap(Mt: np.ndarray, gram: np.ndarray, target: np.ndarray) -> float:
     """||P_target U_top||_F^2 / q from M_t = Theta*^T Theta (k, m) and gram (m, m); target (k, q) orthonormal."""
     q = target.shape[1]
@@ -427,20 +460,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     hard_dirs = np.zeros((d, kH))
     hard_dirs[:k] = hard_basis  # Theta* @ hard_basis with Theta* = first k axes
 
-    # ---- randomness, in the documented order
-    rng = np.random.default_rng(seed)
-    theta = rng.standard_normal((d, m)) / math.sqrt(d)
-    if problem.Sigma0 is not None:  # rows ~ N(0, Sigma0 / d)
-        w, U = np.linalg.eigh(problem.Sigma0_matrix)
-        theta = theta @ ((U * np.sqrt(np.clip(w, 0.0, None))) @ U.T)
-    if problem.M0 is not None:
-        theta[:k] += problem.M0_matrix
-    X = rng.standard_normal((n, d))
-    eps = rng.standard_normal(n) if lk.noisy else None
-    y = lk.response(X[:, :k], eps)
-    X_test = rng.standard_normal((n_test, d))
-    eps_test = rng.standard_normal(n_test) if lk.noisy else None
-    y_test = lk.response(X_test[:, :k], eps_test)
+    theta, X, y, X_test, y_test = _draw(problem, d, n, n_test, seed)
 
     spectral_eigenvalues = None
     if init == "spectral":
