@@ -57,8 +57,10 @@ __all__ = ["HessianLaw", "HessianPrediction", "Outlier", "hessian_prediction", "
 #: eta at the end of the density polish, relative to the law's scale
 ETA_FINAL = 1e-7
 #: the tail diagnostic's resolution levels: latent tail mass p (paths with |z| beyond the (1 - p) quantile dropped)
-TAIL_LEVELS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+TAIL_LEVELS = tuple(10.0 ** -k for k in range(2, 13))
 _NEWTON_TOL = 1e-12
+#: paths below this weight are dropped from a law (their total is < N * 1e-15; tail diagnostics still see them)
+WEIGHT_FLOOR = 1e-15
 
 
 # ------------------------------------------------------------------------------------------------------ the law
@@ -138,8 +140,14 @@ class HessianLaw:
         if r.shape != (N,):
             raise TheorykitError(f"hessian law: radius must have shape ({N},)")
         tail = tail_diagnostics(w, _lam_min(D), r)
-        keep = w > 0
-        return cls(w[keep], D[keep], zeta[keep], r[keep], float(delta), float(ridge), source, tail, None, None,
+        keep = w >= WEIGHT_FLOOR
+        notes = list(notes)
+        if np.any((w > 0) & ~keep):
+            notes.append(f"{int(((w > 0) & ~keep).sum())} paths of weight < {WEIGHT_FLOOR:g} (total "
+                         f"{float(w[~keep].sum()):.2g}) dropped: no sample of realistic size holds them, and they "
+                         "would only move the discretised law's domain boundary")
+        w = w[keep] / w[keep].sum()
+        return cls(w, D[keep], zeta[keep], r[keep], float(delta), float(ridge), source, tail, None, None,
                    tuple(notes))
 
     @classmethod
@@ -211,17 +219,17 @@ def _lam_min(D: np.ndarray) -> np.ndarray:
 def tail_diagnostics(weights, lam_min, radius, levels=TAIL_LEVELS) -> dict:
     """How the bottom of the law of lambda_min(D) moves with the latent resolution.
 
-    For each tail mass p in ``levels`` (down to the smallest the law resolves), the paths with latent radius |z|
-    beyond the law's (1 - p) quantile are dropped (a coarser latent resolution) and min lambda_min(D) over the rest is
-    recorded; also the 1e-2, 1e-3, 1e-4, 1e-5 quantiles of lambda_min(D).  Unbounded below: min D keeps falling as
-    the resolution grows — the last two decrements do not shrink (ratio > 1/2) and the last exceeds 1e-3 of the
-    spread (interquartile range) of lambda_min(D).  Without radii (NaN) the levels are quantiles of lambda_min(D)
-    itself and the verdict is None (undecided)."""
+    For each tail mass p in ``levels`` that the law resolves (p >= its smallest weight), the paths with latent radius
+    |z| beyond the law's (1 - p) quantile R_p are dropped (a coarser latent resolution) and m_p = min lambda_min(D)
+    over the rest is recorded; also the 1e-2 ... 1e-5 quantiles of lambda_min(D).  The slopes s = -dm/dR between
+    consecutive levels say whether the minimum saturates (bounded below: the slopes die out) or keeps falling
+    (unbounded: D ~ -R or -R^2 keeps its slope).  Verdict "unbounded" when the last slope is > 0.7 x the first and
+    the last segment moves m by more than 1e-3 of the interquartile range of lambda_min(D); None (undecided) with
+    fewer than three levels or without radii."""
     w = np.asarray(weights, float)
     lm = np.asarray(lam_min, float)
     r = np.asarray(radius, float)
     w = w / w.sum()
-    qs = (1e-2, 1e-3, 1e-4, 1e-5)
     order = np.argsort(lm, kind="stable")
     cum = np.cumsum(w[order])
 
@@ -229,36 +237,34 @@ def tail_diagnostics(weights, lam_min, radius, levels=TAIL_LEVELS) -> dict:
         i = int(np.searchsorted(cum, p, side="left"))
         return float(lm[order[min(i, len(order) - 1)]])
 
-    out = {"min_D": float(lm.min()), "quantiles": {f"{p:g}": quant(p) for p in qs}}
+    out = {"min_D": float(lm.min()), "quantiles": {f"{p:g}": quant(p) for p in (1e-2, 1e-3, 1e-4, 1e-5)}}
     iqr = max(quant(0.75) - quant(0.25), 1e-12 * max(1.0, abs(quant(0.5))))
     if not np.all(np.isfinite(r)):
-        out.update(levels=[], min_D_at_level=[], radius_at_level=[], unbounded=None,
+        out.update(levels=[], min_D_at_level=[], radius_at_level=[], slopes=[], unbounded=None,
                    how="no latent radii: quantiles only (undecided)")
         return out
     ro = np.argsort(r, kind="stable")
-    rc = np.cumsum(w[ro])
+    tail_mass = 1.0 - np.cumsum(w[ro])  # mass strictly beyond each path's radius
     smallest = float(w[w > 0].min())
     lv, mins, radii = [], [], []
     for p in levels:
         if p < smallest:
             break
-        i = int(np.searchsorted(rc, 1.0 - p, side="left"))
+        i = int(np.searchsorted(-tail_mass, -p, side="left"))  # first path with tail mass <= p
         R = float(r[ro[min(i, len(ro) - 1)]])
-        sel = r <= R
+        if radii and R <= radii[-1]:
+            continue
         lv.append(float(p))
         radii.append(R)
-        mins.append(float(lm[sel].min()))
-    lv.append(0.0)
-    radii.append(float(r.max()))
-    mins.append(float(lm.min()))
-    dec = -np.diff(mins)
-    unbounded = False
-    if len(dec) >= 2:
-        last, prev = dec[-1], dec[-2]
-        unbounded = bool(last > 1e-3 * iqr and last > 0.5 * prev)
-    out.update(levels=lv, min_D_at_level=mins, radius_at_level=radii, unbounded=unbounded,
-               how="min lambda_min(D) over paths with latent |z| within the (1 - p) quantile, p = tail mass; "
-                   "unbounded if its last two decrements do not shrink (ratio > 1/2) and the last exceeds 1e-3 IQR")
+        mins.append(float(lm[r <= R].min()))
+    slopes = [float((mins[j] - mins[j + 1]) / (radii[j + 1] - radii[j])) for j in range(len(mins) - 1)]
+    unbounded = None
+    if len(slopes) >= 2:
+        moved = mins[-2] - mins[-1]
+        unbounded = bool(slopes[-1] > 0.7 * max(slopes[0], 0.0) and moved > 1e-3 * iqr and slopes[-1] > 0)
+    out.update(levels=lv, min_D_at_level=mins, radius_at_level=radii, slopes=slopes, unbounded=unbounded,
+               how="m_p = min lambda_min(D) over paths with latent |z| <= R_p, the (1 - p) quantile; unbounded if "
+                   "the slope -dm/dR between the last two levels is > 0.7 x that between the first two")
     return out
 
 
@@ -322,7 +328,7 @@ class _Core:
             self._Q = np.stack([np.ones_like(self.d0), self.d0, self.d1, self.d2, self.detD])  # (5, N)
             self._Qc = self._Q.astype(complex)
         kH = law.kH
-        self.wzz = (self.w[:, None] * np.einsum("na,nb->nab", law.zeta, law.zeta).reshape(-1, kH * kH))  # (N, kH^2)
+        self.wzz = self.w[:, None] * np.einsum("na,nb->nab", law.zeta, law.zeta).reshape(len(self.w), kH * kH)  # (N, kH^2)
 
     def g(self, S: np.ndarray) -> np.ndarray:
         """g = (I + D S/delta)^{-1} D in entries-major layout (L, m*m, N) (entry p*m + q of g_n at [:, p*m+q, n])."""
