@@ -11,6 +11,10 @@ Public API (everything else is implementation):
     simulate, sweep, summarise        finite-d full-batch GD (the referee) and success-probability scans
     spectral_prediction/_threshold    classic spectral methods (top eigenvalue, overlap, delta_u)
     spectral_start                    a Problem started from the spectral method (M0, Sigma0 from its overlap)
+    HessianLaw, hessian_prediction    the Hessian at time t (docs/theory.md §4): a law of (D, zeta) from a PathLaw or
+                                      a sample -> edge, hard outliers (lambda, overlap^2), margin; hessian_density,
+                                      eigenvalue_counting; truncation at 1/n and single-sample spikes
+    delta_star                        delta*(t) for a list of t from one DMFT scan (docs/theory.md §5)
     SpectralLaw, spectral_law         the spectral core's input: a weighted discrete law of (Z = T(Y), V = G^2), tau
     outlier, bulk_edge                the core on any SpectralLaw at ratio delta: outlier -> SpectralPrediction (top
                                       eigenvalue, overlap, bulk edge); bulk_edge -> (lam_bar = argmin psi_delta, case)
@@ -24,7 +28,7 @@ Public API (everything else is implementation):
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
     compare                           comparison statistics (Wilson intervals, P = 1/2 midpoints, c/d fits), the
                                       resumable runner and table writer behind scripts/ and the table commands
-Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra; the finite-d referee (referee/) beside
+Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra -> thresholds; the finite-d referee (referee/) beside
 it, never importing the theory; compare/ (tables) uses both; cli.  docs/theory.md states the equations.
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
@@ -39,7 +43,9 @@ from .population import population_loss
 from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, PathLaw, capture_threshold, dmft,
                        dmft_closed_form, dmft_scan, flow_schedule, linear_gd_limit)
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
-                      spectral_start, spectral_threshold)
+                      spectral_start, spectral_threshold, HessianLaw, HessianPrediction, hessian_prediction,
+                      hessian_density, eigenvalue_counting)
+from .thresholds import DeltaStar, delta_star
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
 from . import compare
 
@@ -52,4 +58,6 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
-           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare"]
+           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare",
+           "HessianLaw", "HessianPrediction", "hessian_prediction", "hessian_density", "eigenvalue_counting",
+           "DeltaStar", "delta_star"]

@@ -1,8 +1,12 @@
 """Spectra: the spectral core on a weighted law (bulk edge, outlier, overlap) and the classic spectral methods built
-on it (docs/theory.md §4, §6).  The Hessian theory at time t (issue: the Hessian at time t) reads its law of D from the
-DMFT through this same core."""
+on it (docs/theory.md §4, §6).  The Hessian theory at time t (``hessian``: bulk S(z), edge, hard outliers, spikes) reads
+its law of (D, zeta) from the DMFT or from a finite-d sample, through this same core for m = 1."""
 from .classic import (SpectralLaw, SpectralPrediction, Threshold, bulk_edge, hessian_law, outlier, spectral_law,
                       spectral_prediction, spectral_start, spectral_threshold)
+from .hessian import (HessianLaw, HessianPrediction, Outlier, eigenvalue_counting, expected_extremes, hessian_density,
+                      hessian_prediction, single_sample_spikes, split_spikes, tail_diagnostics)
 
 __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "bulk_edge", "hessian_law", "outlier", "spectral_law",
-           "spectral_prediction", "spectral_threshold", "spectral_start"]
+           "spectral_prediction", "spectral_threshold", "spectral_start", "HessianLaw", "HessianPrediction", "Outlier",
+           "eigenvalue_counting", "expected_extremes", "hessian_density", "hessian_prediction", "single_sample_spikes",
+           "split_spikes", "tail_diagnostics"]

@@ -52,13 +52,15 @@ from .._checks import check_int, check_number
 from ..errors import TheorykitError
 
 __all__ = ["HessianLaw", "HessianPrediction", "Outlier", "hessian_prediction", "hessian_density",
-           "eigenvalue_counting", "tail_diagnostics", "single_sample_spikes"]
+           "eigenvalue_counting", "tail_diagnostics", "single_sample_spikes", "split_spikes", "expected_extremes"]
 
 #: eta at the end of the density polish, relative to the law's scale
 ETA_FINAL = 1e-7
 #: the tail diagnostic's resolution levels: latent tail mass p (paths with |z| beyond the (1 - p) quantile dropped)
 TAIL_LEVELS = tuple(10.0 ** -k for k in range(2, 13))
 _NEWTON_TOL = 1e-12
+#: expected lowest samples a truncated law keeps as atoms of weight 1/n (HessianLaw.truncated)
+EXTREMES = 10
 #: paths below this weight are dropped from a law (their total is < N * 1e-15; tail diagnostics still see them)
 WEIGHT_FLOOR = 1e-15
 
@@ -84,6 +86,7 @@ class HessianLaw:
     tail: Optional[dict] = None
     truncation_n: Optional[int] = None
     removed: Optional[dict] = None  # the paths a truncation removed: {"D", "weights", "zeta"}
+    extremes: Optional[dict] = None  # a truncation's expected lowest samples: {"D" (K, m, m), "zeta" (K, kH), "n"}
     notes: tuple = field(default_factory=tuple)
 
     @property
@@ -174,11 +177,14 @@ class HessianLaw:
         return _replace(law, tail=tail)
 
     # ---- finite n
-    def truncated(self, n) -> "HessianLaw":
-        """The finite-n law: paths whose lambda_min(D) lies below the law's 1/n quantile removed (their weight is what
-        a sample of n points holds as single outliers), the rest renormalised.  The removed paths are kept in
-        ``removed`` for :func:`single_sample_spikes`."""
+    def truncated(self, n, extremes: int = EXTREMES) -> "HessianLaw":
+        """The finite-n law: paths whose lambda_min(D) lies below the law's 1/n quantile removed (the bulk a sample of
+        n points sees; its lowest points are single samples, not bulk), the rest renormalised.  The removed paths are
+        kept in ``removed``; ``extremes`` holds the ``extremes`` expected lowest samples of n draws (the paths at the
+        quantiles (j - 1/2)/n of lambda_min(D)), which :func:`hessian_prediction` adds back as atoms of weight 1/n
+        to predict the outliers they couple to, and turns into predicted single-sample spikes."""
         n = check_int("n", n, 1)
+        extremes = check_int("extremes", extremes, 0, 10000)
         lmin = self.lam_min_D
         order = np.argsort(lmin, kind="stable")
         cum = np.cumsum(self.weights[order])
@@ -191,10 +197,18 @@ class HessianLaw:
         w = self.weights[keep]
         removed = {"D": self.D[drop], "weights": self.weights[drop], "zeta": self.zeta[drop]}
         q = float(lmin[order[cut]]) if cut < len(order) else float(lmin.max())
+        ext = None
+        if extremes:
+            idx = np.array([order[min(int(np.searchsorted(cum, (j - 0.5) / n)), len(order) - 1)]
+                            for j in range(1, extremes + 1)])
+            cutK = int(np.searchsorted(cum, extremes / n, side="right"))
+            above = np.ones(len(lmin), bool)
+            above[order[:cutK]] = False
+            ext = {"D": self.D[idx], "zeta": self.zeta[idx], "n": n, "keep": above[keep]}
         return HessianLaw(w / w.sum(), self.D[keep], self.zeta[keep], self.radius[keep], self.delta, self.ridge,
                           self.source + f"; truncated at its 1/n quantile of lambda_min(D) (n = {n}: "
                                         f"{int(cut)} paths of weight {float(cum[cut - 1]) if cut else 0.0:.3g} below "
-                                        f"{q:.6g} removed)", self.tail, n, removed, self.notes)
+                                        f"{q:.6g} removed)", self.tail, n, removed, ext, self.notes)
 
     def with_delta(self, delta) -> "HessianLaw":
         return _replace(self, delta=check_number("delta", delta, lambda v: v > 0, "a positive finite number"))
@@ -563,6 +577,8 @@ class HessianPrediction:
     method: str
     evaluations: int
     notes: tuple = field(default_factory=tuple)
+    spikes: tuple = ()  # predicted single-sample eigenvalues of a truncated law's expected extremes (None: in the bulk)
+    outliers_from: str = "law"  # "law", or "with extremes" (the truncated law plus its expected extremes as atoms)
 
     @property
     def has_outlier(self) -> bool:
@@ -573,7 +589,7 @@ class HessianPrediction:
                 "margin": self.margin, "S_edge": np.asarray(self.S_edge).tolist(), "delta": self.delta, "m": self.m,
                 "kH": self.kH, "unbounded": self.unbounded, "truncation_n": self.truncation_n,
                 "D_tail": self.D_tail, "method": self.method, "evaluations": self.evaluations,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "spikes": list(self.spikes), "outliers_from": self.outliers_from}
 
 
 def _check_law(law) -> HessianLaw:
@@ -597,9 +613,29 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPredicti
     if unb and law.truncation_n is None:
         notes.append("D is unbounded below: the n -> infinity law has no left edge; this is the edge of the "
                      "discretised law (resolution-dependent) - truncate at the user's n (HessianLaw.truncated)")
-    if solver == "classic" or (solver == "auto" and scalar_ok):
-        return _scalar(law, unb, notes)
-    return _continuation(law, unb, notes)
+    use_scalar = solver == "classic" or (solver == "auto" and scalar_ok)
+    bulk = _scalar(law, unb, notes) if use_scalar else _continuation(law, unb, notes)
+    ext = law.extremes
+    if not ext or len(ext["D"]) == 0:
+        return bulk
+    # finite n: the expected lowest samples as atoms of weight 1/n; they are single-sample spikes, and they couple to
+    # the hard outlier (their zeta is large when D is low through y): the outliers come from the law with them
+    K, n = len(ext["D"]), ext["n"]
+    spikes = tuple(single_sample_spikes(law, ext["D"]))
+    kp = ext["keep"]  # the bulk above the law's K/n quantile: the K atoms stand for the mass below it
+    wb = law.weights[kp]
+    w = np.concatenate([wb / wb.sum() * (1.0 - K / n), np.full(K, 1.0 / n)])
+    full = _replace(law, weights=w, D=np.concatenate([law.D[kp], ext["D"]]),
+                    zeta=np.concatenate([law.zeta[kp], ext["zeta"]]),
+                    radius=np.concatenate([law.radius[kp], np.full(K, np.nan)]), extremes=None)
+    fp = _scalar(full, unb, []) if (use_scalar and float(full.D.min()) < 0) else _continuation(full, unb, [])
+    from dataclasses import replace as dc_replace
+
+    if fp.outliers:
+        return dc_replace(bulk, outliers=fp.outliers, spikes=spikes, outliers_from="with extremes",
+                          notes=bulk.notes + (f"outliers from the truncated law plus its {K} expected lowest samples "
+                                              f"as atoms of weight 1/n (n = {n})",))
+    return dc_replace(bulk, spikes=spikes)
 
 
 def _scalar(law: HessianLaw, unb, notes) -> HessianPrediction:
@@ -817,3 +853,44 @@ def single_sample_spikes(law: HessianLaw, D_extreme, n: Optional[int] = None):
         t = optimize.brentq(det_min, lo, tau_e, args=(Di,), xtol=1e-14 * tau_e, rtol=1e-13, maxiter=200)
         out.append(float(curve.solve(t)[1] + law.ridge))
     return out
+
+
+def split_spikes(law: HessianLaw, max_spikes: int = 20):
+    """Separate the single-sample spikes of a finite-n law (e.g. a simulation's own D_i, equal weights): repeatedly
+    take the path with the lowest lambda_min(D); if, on the law without it, det(I + D S/delta) = 0 below the edge
+    (:func:`single_sample_spikes`), it is a spike: remove it and continue; else stop.  Returns (bulk law, spike D
+    (K, m, m), predicted spike eigenvalues (K,), lowest first)."""
+    law = _check_law(law)
+    max_spikes = check_int("max_spikes", max_spikes, 0, 10000)
+    Ds, lams = [], []
+    cur = law
+    for _ in range(max_spikes):
+        i = int(np.argmin(cur.lam_min_D))
+        keep = np.ones(len(cur.weights), bool)
+        keep[i] = False
+        if keep.sum() < 2:
+            break
+        rest = _replace(cur, weights=cur.weights[keep] / cur.weights[keep].sum(), D=cur.D[keep], zeta=cur.zeta[keep],
+                        radius=cur.radius[keep])
+        lam = single_sample_spikes(rest, cur.D[i:i + 1])[0]
+        if lam is None:
+            break
+        Ds.append(cur.D[i])
+        lams.append(lam)
+        cur = rest
+    if Ds:
+        cur = _replace(cur, notes=cur.notes + (f"{len(Ds)} single-sample spikes split off (split_spikes)",))
+    return cur, np.array(Ds).reshape(-1, law.m, law.m), np.array(lams)
+
+
+def expected_extremes(law: HessianLaw, n, count: int = 5) -> np.ndarray:
+    """The D of the law's paths at the weighted quantiles (j - 1/2)/n, j = 1..count, of lambda_min(D): the expected
+    lowest D_i of a sample of n points (their spikes: :func:`single_sample_spikes` on ``law.truncated(n)``)."""
+    law = _check_law(law)
+    n = check_int("n", n, 1)
+    count = check_int("count", count, 1, 10000)
+    lm = law.lam_min_D
+    order = np.argsort(lm, kind="stable")
+    cum = np.cumsum(law.weights[order])
+    idx = [order[min(int(np.searchsorted(cum, (j - 0.5) / n)), len(order) - 1)] for j in range(1, count + 1)]
+    return law.D[np.array(idx)]

@@ -1,0 +1,323 @@
+"""The Hessian theory against finite-d Hessians (issue 12 point 6): ``python scripts/hessian_vs_finite_d.py``.
+
+Part A (spectrum at time t).  For each setting, constrained GD at dimension d to step t (the referee), then the
+finite-d Hessian of the empirical risk at Theta(t): bottom eigenpairs by Lanczos with their hard overlap^2, and (when
+md <= DENSE_COUNT_MAX) the dense spectrum for eigenvalue counts.  Two predictions of the same quantities:
+* "sample law": the simulation's own D_i and hard coordinates as the law (tests the random-matrix code), with its
+  single-sample spikes split off (spectra.hessian.split_spikes) and predicted;
+* "DMFT law": the DMFT's PathLaw at the same t, truncated at its 1/n quantile, n = delta d (tests the chain
+  DMFT -> law -> spectrum).
+Pass criteria (stated in the table): counts of eigenvalues at or below edge + {0.02, 0.05, 0.15} x |edge| (or x the
+law's scale when the edge is 0) within +-2 of m d F(lambda) + (outliers and spikes below); each predicted outlier's
+eigenvalue within 3% (or 0.005 absolute) of the finite-d eigenvalue carrying the most hard overlap, and overlap^2
+within 0.05, the finite-d overlap summed over the bottom eigenvectors up to it (spikes sitting below it included).
+
+Part B (thresholds).  delta*(t) (thresholds.delta_star), and the delta at which the predicted outlier's overlap^2
+crosses 1/2, against the delta at which the finite-d bottom eigenvectors' summed hard overlap^2 crosses 1/2 (d = 1000
+and 2000).  The overlap^2 of an outlier born at delta*(t) rises from 0 (it is continuous there), so the finite-d
+1/2-crossing is compared with the predicted 1/2-crossing (like with like); delta*(t) must lie below it.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+
+from ..errors import TheorykitError
+from ..problem import Problem
+from ..runner import run_jobs
+from ..spectra.hessian import (HessianLaw, eigenvalue_counting, expected_extremes, hessian_prediction,
+                               single_sample_spikes, split_spikes)
+from ..thresholds import law_at
+from .tables import fmt, log, md_table, now, regenerate_command, script_prog, write_table
+
+#: the dense spectrum (for counts) is computed when md is at most this
+DENSE_COUNT_MAX = 2000
+#: count offsets, in units of |edge| (or the law's scale)
+COUNT_OFFSETS = (0.02, 0.05, 0.15)
+K_EIG = 12
+
+#: name -> (activation, link, loss, m, eta)
+SETTINGS = {
+    "bounded": ("gelu", "sign-symmetric", "logistic", 1, 1.0),
+    "pr-gelu": ("gelu", "phase-retrieval", "square", 1, 1.0),
+    "pr-x2": ("quad", "phase-retrieval", "square", 1, 0.05),
+    "pr-relu": ("relu", "phase-retrieval", "square", 1, 0.5),
+    "pr-gelu-m2": ("gelu", "phase-retrieval", "square", 2, 1.0),
+    "bounded-m2": ("gelu", "sign-symmetric", "logistic", 2, 1.0),
+}
+#: Part A cases: (setting, delta, t)
+SPECTRUM_CASES = [
+    ("bounded", 9.0, 0), ("bounded", 9.0, 50), ("bounded", 12.0, 200),
+    ("pr-gelu", 10.0, 0), ("pr-gelu", 40.0, 50), ("pr-gelu", 40.0, 200),
+    ("pr-x2", 6.0, 0), ("pr-x2", 15.0, 50),
+    ("pr-relu", 10.0, 0), ("pr-relu", 30.0, 50),
+    ("pr-gelu-m2", 20.0, 0), ("pr-gelu-m2", 40.0, 0), ("pr-gelu-m2", 40.0, 50),
+    ("bounded-m2", 12.0, 50),
+]
+QUICK_CASES = [("bounded", 9.0, 50), ("pr-gelu", 10.0, 0), ("pr-relu", 10.0, 0), ("pr-gelu-m2", 40.0, 0)]
+#: Part B: (setting, t, delta grid)
+THRESHOLD_CASES = [("bounded", 0, (5.0, 7.0, 9.0, 12.0, 16.0)), ("bounded", 50, (7.0, 9.0, 12.0, 16.0, 20.0)),
+                   ("pr-gelu", 0, (6.0, 8.0, 10.0, 13.0, 16.0))]
+
+
+def problem_of(setting: str, delta: float, t: int) -> Problem:
+    act, link, loss, m, eta = SETTINGS[setting]
+    return Problem(act, link, loss, m, delta=delta, eta=eta, steps=t)
+
+
+def _hard_dirs(problem: Problem, d: int) -> np.ndarray:
+    k = problem.link_obj.k
+    basis = np.asarray(problem.analysis.hard_basis, dtype=float).reshape(k, -1)
+    H = np.zeros((d, basis.shape[1]))
+    H[:k] = basis
+    return H
+
+
+def finite_d_job(setting, delta, t, d, seed, offsets_for_counts=True):
+    """One finite-d Hessian: constrained GD to t, then Lanczos (and dense when small) at Theta(t), with the sample-law
+    prediction.  Returns a dict of JSON-able numbers (the runner's row)."""
+    from ..referee import dense_hessian, hessian_bottom, simulate
+    from ..referee.gd import training_data
+
+    pr = problem_of(setting, delta, t)
+    sim = simulate(pr, d=d, seed=seed, constrained=True, n_test=1)
+    if sim.status != "ok":
+        return {"status": "diverged"}
+    X, y = training_data(pr, d, seed)
+    der = pr.network.evaluate(X @ sim.theta, y)
+    hard = _hard_dirs(pr, d)
+    zeta = X @ hard
+    m = pr.m
+    hb = hessian_bottom(X, der, k=K_EIG, ridge=pr.ridge, hard_dirs=hard)
+    law = HessianLaw.from_samples(der.D, zeta, delta, ridge=pr.ridge, radius=np.linalg.norm(X[:, :pr.link_obj.k], axis=1))
+    bulk, spikeD, spikes = split_spikes(law)
+    pred = hessian_prediction(bulk)  # the bulk edge (spikes split off)
+    whole = hessian_prediction(law)  # outliers from the whole sample law: the spikes couple to them
+    outs = whole.outliers if whole.outliers else pred.outliers
+    row = {"eig": hb.eigenvalues.tolist(), "eig_overlap2": hb.hard_overlap2.tolist(),
+           "law_edge": pred.edge, "law_outliers": [o.lam for o in outs],
+           "law_overlap2": [o.overlap2 for o in outs], "law_spikes": spikes.tolist(),
+           "min_D": float(law.lam_min_D.min())}
+    if m * d <= DENSE_COUNT_MAX:
+        ev = np.linalg.eigvalsh(dense_hessian(X, der, pr.ridge))
+        unit = abs(pred.edge) if pred.edge != 0 else bulk.scale
+        qs = pred.edge + unit * np.array(COUNT_OFFSETS)
+        F = eigenvalue_counting(bulk, qs, edge=pred.edge)
+        discrete = [sum(1 for v in list(row["law_outliers"]) + list(spikes) if v <= q) for q in qs]
+        row.update(count_at=qs.tolist(), count_pred=(m * d * F + np.array(discrete)).tolist(),
+                   count_dense=[int((ev <= q).sum()) for q in qs])
+    return row
+
+
+COLUMNS = ["setting", "delta", "t", "d", "seed", "eig", "eig_overlap2", "law_edge", "law_outliers", "law_overlap2",
+           "law_spikes", "min_D", "count_at", "count_pred", "count_dense"]
+JSON_COLUMNS = ["eig", "eig_overlap2", "law_outliers", "law_overlap2", "law_spikes", "count_at", "count_pred",
+                "count_dense"]
+
+
+def _worker(setting, delta, t, d, seed):
+    row = finite_d_job(setting, delta, t, d, seed)
+    row.update(setting=setting, delta=delta, t=t, d=d, seed=seed)
+    return row
+
+
+def match_outliers(pred_lams, eig, ov):
+    """For the predicted outliers (lowest first), the finite-d eigenvalues carrying the most hard overlap (as many,
+    sorted) and the finite-d overlap^2 summed over the bottom eigenvectors up to each of them (minus what the previous
+    outliers took)."""
+    eig, ov = np.asarray(eig), np.asarray(ov)
+    K = len(pred_lams)
+    if K == 0:
+        return [], []
+    idx = sorted(np.argsort(-ov)[:K])
+    lams, sums, taken = [], [], 0.0
+    for i in idx:
+        s = float(ov[:i + 1].sum()) - taken
+        lams.append(float(eig[i]))
+        sums.append(s)
+        taken += s
+    return lams, sums
+
+
+def eig_ok(pred, fin):
+    return abs(pred - fin) <= max(0.03 * abs(fin), 0.005)
+
+
+def part_a(args, rows, md, cases):
+    jobs = [{"key": f"{s}|{dl}|{t}|{args.d}|{seed}", "setting": s, "delta": dl, "t": t, "d": args.d, "seed": seed}
+            for s, dl, t in cases for seed in range(args.seeds)]
+    df = run_jobs(jobs, _worker, os.path.join(args.cache, "hessian_finite_d.csv"), COLUMNS,
+                  settings={"d": args.d, "seeds": args.seeds, "k": K_EIG}, processes=args.processes,
+                  json_columns=JSON_COLUMNS, label="finite-d Hessians")
+    failed = df.attrs["summary"]["failed"]
+    if failed:
+        raise TheorykitError(f"{len(failed)} finite-d jobs failed, e.g. {failed[0]['key']}: {failed[0]['error']}")
+    table = []
+    from ..dynamics import dmft
+    for s, dl, t in cases:
+        sub = df[(df.setting == s) & (df.delta == dl) & (df.t == t)]
+        pr = problem_of(s, dl, t)
+        log(f"DMFT {s} delta={dl} t={t}")
+        r = dmft(pr, keep_law_at=[t], bias_check=False, paths=args.paths)
+        dpred = hessian_prediction(law_at(r, t, d=args.d))
+        K = len(dpred.outliers)
+        law_pass, count_pass, fin_l, fin_o, counts = [], [], [], [], []
+        for _, row in sub.iterrows():
+            lam_f, ov_f = match_outliers(row.law_outliers, row.eig, row.eig_overlap2)
+            law_pass.append(len(lam_f) == len(row.law_outliers) and all(
+                eig_ok(p, f) and abs(po - fo) <= 0.05
+                for p, f, po, fo in zip(row.law_outliers, lam_f, row.law_overlap2, ov_f)))
+            if isinstance(row.count_dense, list):
+                count_pass.append(bool(np.all(np.abs(np.array(row.count_dense) - np.array(row.count_pred)) <= 2)))
+                counts.append((row.count_dense, row.count_pred))
+            lg, og = match_outliers([0.0] * max(K, 1), row.eig, row.eig_overlap2)
+            fin_l.append(lg)
+            fin_o.append(og)
+        fin_l, fin_o = np.array(fin_l), np.array(fin_o)
+        S = len(sub)
+        mean_l, mean_o = fin_l.mean(0), fin_o.mean(0)
+        se_l = fin_l.std(0, ddof=1) / math.sqrt(S) if S > 1 else np.zeros(len(mean_l))
+        se_o = fin_o.std(0, ddof=1) / math.sqrt(S) if S > 1 else np.zeros(len(mean_o))
+        if K:
+            dmft_ok = all(abs(o.lam - mean_l[j]) <= max(0.03 * abs(mean_l[j]), 0.005) + 2 * se_l[j]
+                          and abs(o.overlap2 - mean_o[j]) <= 0.05 + 2 * se_o[j]
+                          for j, o in enumerate(dpred.outliers))
+        else:  # no outlier predicted: no finite-d eigenvector below the edge may carry most of the hard direction
+            dmft_ok = bool(mean_o[0] <= 0.2)
+        rec = {"part": "A", "setting": s, "m": pr.m, "delta": dl, "t": t, "d": args.d, "seeds": S,
+               "finite_outliers": mean_l.tolist(), "finite_outliers_se": se_l.tolist(),
+               "finite_overlap2": mean_o.tolist(), "finite_overlap2_se": se_o.tolist(),
+               "finite_bottom": float(np.mean([e[0] for e in sub.eig])),
+               "dmft_edge": dpred.edge, "dmft_outliers": [o.lam for o in dpred.outliers],
+               "dmft_overlap2": [o.overlap2 for o in dpred.outliers], "dmft_outliers_from": dpred.outliers_from,
+               "dmft_spikes": [v for v in dpred.spikes[:3] if v is not None], "unbounded": dpred.unbounded,
+               "law_edge": float(np.mean(sub.law_edge)), "law_pass": int(sum(law_pass)),
+               "count_pass": int(sum(count_pass)), "count_cases": len(count_pass),
+               "counts_seed0": counts[0] if counts else None,
+               "finite_spikes_seed0": [float(v) for v in sub.iloc[0].law_spikes[:3]],
+               "dmft_ok": bool(dmft_ok)}
+        rows.append(rec)
+        table.append(rec)
+    md.append("## Part A: the spectrum at time t (constrained GD)\n")
+    md.append("Finite-d: Lanczos bottom eigenpairs of the Hessian at Theta(t); the outliers are the eigenvalues "
+              "carrying the most hard overlap^2 (the overlap^2 summed over the bottom eigenvectors up to each: "
+              "spikes below it included); mean ± standard error over seeds.  *Sample law* (the random-matrix code): "
+              "each run's own D_i and hard coordinates; pass per seed: outlier eigenvalue within 3% (or 0.005) and "
+              "overlap^2 within 0.05, and eigenvalue counts at edge + (0.02, 0.05, 0.15)|edge| within ±2 of "
+              "m d F(lambda) + the predicted outliers and single-sample spikes below.  *DMFT law* (the whole chain): "
+              "the DMFT's PathLaw at the same t, truncated at its 1/n quantile (n = delta d) with its 10 expected "
+              "lowest samples as atoms of weight 1/n; pass: within 3% (or 0.005) + 2 se of the seed mean, "
+              "overlap^2 within 0.05 + 2 se (with no predicted outlier: the finite-d summed overlap^2 <= 0.2).\n")
+    hdr = ["setting", "m", "delta", "t", "finite-d outliers: lambda (overlap²)", "DMFT law", "edge: DMFT / sample",
+           "spikes: DMFT / sample (seed 0)", "counts dense/pred (seed 0)", "sample law pass", "counts pass",
+           "DMFT pass"]
+    body = []
+    for r in table:
+        fin = ", ".join(f"{fmt(a)} ± {fmt(sa, 2)} ({fmt(b, 3)} ± {fmt(sb, 2)})" for a, sa, b, sb in
+                        zip(r["finite_outliers"], r["finite_outliers_se"], r["finite_overlap2"], r["finite_overlap2_se"]))
+        dm = ", ".join(f"{fmt(a)} ({fmt(b, 3)})" for a, b in zip(r["dmft_outliers"], r["dmft_overlap2"])) or "none"
+        cnt = ("—" if r["counts_seed0"] is None else
+               " ".join(f"{c}/{p:.1f}" for c, p in zip(*r["counts_seed0"])))
+        body.append([r["setting"], r["m"], r["delta"], r["t"], fin, dm, f"{fmt(r['dmft_edge'])} / {fmt(r['law_edge'])}",
+                     f"{', '.join(fmt(v) for v in r['dmft_spikes']) or 'none'} / "
+                     f"{', '.join(fmt(v) for v in r['finite_spikes_seed0']) or 'none'}", cnt,
+                     f"{r['law_pass']}/{r['seeds']}", f"{r['count_pass']}/{r['count_cases']}" if r["count_cases"] else "—",
+                     fmt(np.bool_(r["dmft_ok"]))])
+    md.append(md_table(hdr, body))
+    md.append("")
+
+
+def part_b(args, rows, md, cases):
+    from ..thresholds import delta_star
+    from ..dynamics import dmft_scan
+
+    md.append("## Part B: thresholds against the finite-d 1/2-crossing of the hard overlap\n")
+    md.append("delta*(t): first hard outlier (DMFT scan, truncated at n = delta d with d = 1000).  delta_1/2: where "
+              "the predicted outlier's overlap^2 crosses 1/2 (linear interpolation on the scan).  Finite-d: the "
+              "bottom 12 eigenvectors' summed hard overlap^2, mean over seeds, crossing 1/2 (linear interpolation), "
+              "at d = 1000 and 2000; the crossing interval is widened by the drift between them.  Pass: "
+              "delta_1/2 inside the widened interval, and delta*(t) <= delta_1/2.\n")
+    hdr = ["setting", "t", "delta*(t) ± se", "delta_1/2 (DMFT)", "finite-d crossing d=1000 / 2000", "pass"]
+    body = []
+    for s, t, grid in cases:
+        base = problem_of(s, grid[0], t)
+        ds = delta_star(base, [t], delta_range=(grid[0] * 0.5, grid[-1]), points=8, d=1000, paths=args.paths)[0]
+        scan = dmft_scan(base, list(grid), keep_law_at=[t], bias_check=False, paths=args.paths)
+        ovs = []
+        for dl, r in zip(grid, scan):
+            p = hessian_prediction(law_at(r, t, d=1000))
+            ovs.append(p.outliers[0].overlap2 if p.outliers else 0.0)
+        half = _crossing(grid, ovs)
+        cross = {}
+        for d in (1000, 2000):
+            jobs = [{"key": f"{s}|{dl}|{t}|{d}|{seed}", "setting": s, "delta": dl, "t": t, "d": d, "seed": seed}
+                    for dl in grid for seed in range(args.seeds)]
+            df = run_jobs(jobs, _worker, os.path.join(args.cache, f"hessian_crossing_{d}.csv"), COLUMNS,
+                          settings={"d": d, "seeds": args.seeds, "k": K_EIG}, processes=args.processes,
+                          json_columns=JSON_COLUMNS, label=f"crossing d={d}")
+            means = [float(np.mean([sum(v) for v in df[(df.setting == s) & (df.delta == dl) & (df.t == t)]
+                                    .eig_overlap2])) for dl in grid]
+            cross[d] = (_crossing(grid, means), means)
+        c1, c2 = cross[1000][0], cross[2000][0]
+        ok = None
+        if half is not None and c1 is not None and c2 is not None:
+            drift = abs(c2 - c1)
+            lo, hi = min(c1, c2) - drift, max(c1, c2) + drift
+            ok = bool(lo - 1e-9 <= half <= hi + 1e-9 and ds.value <= half)
+        rec = {"part": "B", "setting": s, "t": t, "delta_star": ds.value, "delta_star_se": ds.stderr,
+               "delta_half": half, "dmft_overlap2_on_grid": ovs, "grid": list(grid),
+               "finite_cross_1000": c1, "finite_cross_2000": c2, "finite_sum_overlap2_1000": cross[1000][1],
+               "finite_sum_overlap2_2000": cross[2000][1], "threshold_ok": ok}
+        rows.append(rec)
+        body.append([s, t, f"{fmt(ds.value)} ± {fmt(ds.stderr, 2)}", fmt(half), f"{fmt(c1)} / {fmt(c2)}",
+                     "—" if ok is None else fmt(np.bool_(ok))])
+    md.append(md_table(hdr, body))
+    md.append("")
+
+
+def _crossing(x, y, level=0.5):
+    for i in range(1, len(x)):
+        if y[i - 1] < level <= y[i]:
+            return float(x[i - 1] + (level - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
+    return None
+
+
+def main(argv=None, *, prog=None, root=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="4 spectrum cases, 1 seed, no threshold part (~3 min)")
+    ap.add_argument("--d", type=int, default=1000, help="dimension of Part A (default 1000)")
+    ap.add_argument("--seeds", type=int, default=4, help="seeds per case (default 4)")
+    ap.add_argument("--paths", type=int, default=65536, help="DMFT paths (default 65536)")
+    ap.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--parts", default="AB", help="which parts (default AB)")
+    ap.add_argument("--out", default=None, help="table stem (default tables/hessian_vs_finite_d)")
+    ap.add_argument("--cache", default=None, help="folder of the resumable finite-d rows (default tables/.cache)")
+    args = ap.parse_args(argv)
+    root = root or os.getcwd()
+    stem = args.out or os.path.join(root, "tables", "hessian_vs_finite_d" + ("_quick" if args.quick else ""))
+    args.cache = args.cache or os.path.join(root, "tables", ".cache" + ("_quick" if args.quick else ""))
+    os.makedirs(args.cache, exist_ok=True)
+    started, t0 = now(), time.time()
+    rows, md = [], []
+    if args.quick:
+        args.seeds = 2
+    if "A" in args.parts:
+        part_a(args, rows, md, QUICK_CASES if args.quick else SPECTRUM_CASES)
+    if "B" in args.parts and not args.quick:
+        part_b(args, rows, md, THRESHOLD_CASES)
+    cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k))
+    flat = [{k: (str(v) if isinstance(v, (list, tuple)) else v) for k, v in r.items()} for r in rows]
+    write_table(stem, flat, cols, md, title="The Hessian at time t: theory (sample law and DMFT law) vs finite-d "
+                                            "Hessians", command=regenerate_command(prog or "python scripts/"
+                                                                                   "hessian_vs_finite_d.py",
+                                                                                   argv if argv is not None else []),
+                started=started, wall=time.time() - t0, root=root,
+                header=[f"Finite-d: constrained GD (hard subspace projected out) at d = {args.d}, {args.seeds} seeds; "
+                        f"DMFT: {args.paths} paths.  Settings: "
+                        + "; ".join(f"{k} = {v[0]}, {v[1]}, {v[2]} loss, m = {v[3]}, eta = {v[4]}"
+                                    for k, v in SETTINGS.items()) + ".\n"])
+    return rows
