@@ -150,8 +150,7 @@ class HessianLaw:
                          f"{float(w[~keep].sum()):.2g}) dropped: no sample of realistic size holds them, and they "
                          "would only move the discretised law's domain boundary")
         w = w[keep] / w[keep].sum()
-        return cls(w, D[keep], zeta[keep], r[keep], float(delta), float(ridge), source, tail, None, None,
-                   tuple(notes))
+        return cls(w, D[keep], zeta[keep], r[keep], float(delta), float(ridge), source, tail=tail, notes=tuple(notes))
 
     @classmethod
     def from_path_law(cls, path_law, delta=None, ridge: float = 0.0) -> "HessianLaw":
@@ -208,7 +207,8 @@ class HessianLaw:
         return HessianLaw(w / w.sum(), self.D[keep], self.zeta[keep], self.radius[keep], self.delta, self.ridge,
                           self.source + f"; truncated at its 1/n quantile of lambda_min(D) (n = {n}: "
                                         f"{int(cut)} paths of weight {float(cum[cut - 1]) if cut else 0.0:.3g} below "
-                                        f"{q:.6g} removed)", self.tail, n, removed, ext, self.notes)
+                                        f"{q:.6g} removed)", tail=self.tail, truncation_n=n, removed=removed,
+                          extremes=ext, notes=self.notes)
 
     def with_delta(self, delta) -> "HessianLaw":
         return _replace(self, delta=check_number("delta", delta, lambda v: v > 0, "a positive finite number"))
