@@ -104,7 +104,7 @@ def test_console_script_installed():
 
 
 # ------------------------------------------------------------------------------------------ the command registry
-EXPECTED_COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft"]
+EXPECTED_COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft", "hessian", "threshold"]
 
 
 def test_static_registry_lists_every_command_module():

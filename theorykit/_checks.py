@@ -128,9 +128,12 @@ def check_matrix(name: str, value, shape: tuple) -> tuple:
 
 # ------------------------------------------------------------------------------------------------ progress
 class Progress:
-    """A tiny progress bar on stderr (updates at most every 0.1 s): ``LABEL [####    ] i/total UNIT  t s``."""
+    """A tiny progress bar on stderr (updates at most every 0.1 s): ``LABEL [####    ] i/total UNIT  t s``.
 
-    def __init__(self, total, stream=None, width=30, label: str = "simulate", unit: str = "steps"):
+    ``label`` and ``unit`` have no defaults: each caller names what it counts, and advances the bar by exactly that
+    unit (``update(i)`` with i of those units done), so that the bar counts what it says it counts."""
+
+    def __init__(self, total, stream=None, width=30, *, label: str, unit: str):
         self.total, self.stream, self.width = max(total, 1), stream or sys.stderr, width
         self.label, self.unit = label, unit
         self.t0 = self.last = time.monotonic()
@@ -150,6 +153,29 @@ class Progress:
         self.update(i, force=True)
         self.stream.write("\n")
         self.stream.flush()
+
+
+# ------------------------------------------------------------------------------------------------ loss at t = 0
+def loss_undefined_at_start(loss, values, y=None, yhat=None, what: str = "training sample") -> Optional[TheorykitError]:
+    """The one-line error for a loss that is not finite at the initial point (t = 0), or None when it is finite.
+
+    A NaN (or infinite) loss before any step is a property of the loss, the link and the initial predictions -- the
+    loss is undefined there (e.g. log(y) or sqrt(y) for a link that produces y <= 0) -- not a divergence of gradient
+    descent, so no hint on eta applies.  ``loss``: the Loss (for its expression); ``values``: the per-sample losses (or
+    one aggregate); ``y``, ``yhat``: the matching samples, to name a witness."""
+    v = np.atleast_1d(np.asarray(values, dtype=float))
+    bad = ~np.isfinite(v)
+    if not bad.any():
+        return None
+    i = int(np.argmax(bad))
+    kind = "undefined (NaN)" if np.isnan(v[i]) else "infinite"
+    expr = getattr(loss, "expr", loss)
+    at = ""
+    if y is not None and yhat is not None:
+        at = f" at y = {float(np.ravel(y)[i]):.6g}, yhat = {float(np.ravel(yhat)[i]):.6g} (a {what})"
+    return TheorykitError(f"the loss is {kind} at t = 0, before any step: l(y, yhat) = {expr}{at}; this is not a "
+                          "divergence (no step was taken): use a loss defined at every y the link produces and every "
+                          "prediction of the network")
 
 
 # ------------------------------------------------------------------------------------------------ memory

@@ -13,17 +13,19 @@ import argparse
 import json
 import math
 import sys
+from typing import Optional
 
 from . import __version__
 from .errors import TheorykitError
 # the command registry is static: a command module that fails to import is an internal bug and makes `theorykit`
 # fail loudly here (never a silently missing or "unavailable" command)
 from ._cli import derive, dmft as dmft_cmd, hermite, link as link_cmd, simulate as simulate_cmd, \
-    spectral as spectral_cmd, sweep as sweep_cmd
+    spectral as spectral_cmd, sweep as sweep_cmd, hessian as hessian_cmd, threshold as threshold_cmd
 
 #: command name -> module under theorykit._cli (each defines add_parser, run and text), in help order
 COMMANDS = {"hermite": hermite, "link": link_cmd, "derive": derive, "simulate": simulate_cmd,
-            "spectral": spectral_cmd, "sweep": sweep_cmd, "dmft": dmft_cmd}
+            "spectral": spectral_cmd, "sweep": sweep_cmd, "dmft": dmft_cmd, "hessian": hessian_cmd,
+            "threshold": threshold_cmd}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,24 +34,49 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _clean(obj):
-    """Make a result JSON-safe: NaN/inf -> None is never silent: they are refused upstream; here only cast types."""
+#: what the top-level key "non_finite" of a --json output says: a value that was NaN or infinite is written null
+NON_FINITE_NOTE = ("JSON has no NaN or infinity: these entries (path pattern -> count by kind) were not finite numbers "
+                   "and are written null; the command's own keys (e.g. delta_alg.infinite, *_note) say why where known")
+
+
+def _clean(obj, found: Optional[dict] = None, path: str = ""):
+    """Make a result JSON-safe: NumPy types to Python ones, and every NaN or infinite float to None (JSON has neither,
+    and a bare string such as "inf" in a numeric array is no number either).  Each such entry is counted in
+    ``found`` (path pattern with list indices as [*] -> {"nan"|"inf"|"-inf": count}), which main() reports under the
+    top-level key "non_finite"; commands say explicitly what a legitimately infinite value means (e.g. delta_alg's
+    "infinite" and "reason")."""
     import numpy as np
 
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): _clean(v, found, f"{path}.{k}" if path else str(k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [_clean(v, found, f"{path}[*]") for v in obj]
     if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if math.isfinite(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else None
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
+        return _clean(obj.tolist(), found, path)
     if isinstance(obj, np.bool_):
         return bool(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        if math.isfinite(v):
+            return v
+        if found is not None:
+            kind = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+            found.setdefault(path, {}).setdefault(kind, 0)
+            found[path][kind] += 1
+        return None
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
     return obj
+
+
+def to_json(result) -> str:
+    """The --json text of a command's result: strict JSON (no NaN/Infinity tokens), with a top-level "non_finite"
+    report when some value was not finite (see :func:`_clean`)."""
+    found: dict = {}
+    out = _clean(result, found)
+    if found and isinstance(out, dict):
+        out["non_finite"] = {"note": NON_FINITE_NOTE, "entries": found}
+    return json.dumps(out, indent=2, allow_nan=False)
 
 
 def build_parser():
@@ -74,7 +101,7 @@ def main(argv=None) -> int:
         return 2
     try:
         result = args._module.run(args)
-        out = json.dumps(_clean(result), indent=2) if args.json else args._module.text(result)
+        out = to_json(result) if args.json else args._module.text(result)
     except TheorykitError as e:
         sys.stderr.write(f"theorykit: error: {_first_line(e)}\n")
         return 2

@@ -361,21 +361,32 @@ def weighted_quantiles(values, weights, qs, *, kind: str = "quicksort") -> list:
     return [float(x) for x in v[np.minimum(np.searchsorted(cw, q), len(v) - 1)]]
 
 
-def quantile_bins(y, weights, bins: int, *, discrete_max: int = 64, decimals: int = 12) -> np.ndarray:
+def quantile_bins(y, weights, bins: int, *, discrete_max: int = 64, digits: int = 12) -> np.ndarray:
     """Bin index (N,) of every sample of y for binned conditional expectations (docs/theory.md §2).  y is rounded to
-    ``decimals`` decimals; if it then takes at most ``discrete_max`` values, each value is its own bin (a discrete
-    y); otherwise the bins are bounded by the weighted quantiles j / bins, j = 1..bins-1 (:func:`weighted_quantiles`,
-    stable sort), and equal y values always share a bin (keeps mirror-symmetric pairs of nodes together)."""
+    about ``digits`` significant digits (relative rounding, so that the bins do not change when y is replaced by a
+    bijection of it such as exp(y): an absolute rounding merged every y below 1e-12 into one bin); if it then takes at
+    most ``discrete_max`` values, each value is its own bin (a discrete y); otherwise the bins are bounded by the
+    weighted quantiles j / bins, j = 1..bins-1 (:func:`weighted_quantiles`, stable sort), and equal y values always
+    share a bin (keeps mirror-symmetric pairs of nodes together)."""
     y = np.asarray(y, dtype=float)
     bins = _int("bins", bins, 1)
     if y.ndim != 1 or not len(y):
         raise TheorykitError(f"quantile_bins: y must be a non-empty 1-D array, got shape {y.shape}")
-    yr = np.round(y, decimals)
+    yr = round_significant(y, digits)
     vals = np.unique(yr)
     if len(vals) <= discrete_max:
         return np.searchsorted(vals, yr)
     edges = np.array(weighted_quantiles(yr, weights, np.arange(1, bins) / bins, kind="stable"))
     return np.searchsorted(np.unique(edges), yr, side="right")
+
+
+def round_significant(y, digits: int = 12) -> np.ndarray:
+    """y rounded to about ``digits`` significant decimal digits (in binary: the mantissa to ceil(digits log2 10)
+    bits), exactly and without overflow at any magnitude; 0, inf and NaN are kept."""
+    y = np.asarray(y, dtype=float)
+    m, e = np.frexp(y)
+    bits = int(math.ceil(_int("digits", digits, 1) * math.log2(10)))
+    return np.ldexp(np.round(np.ldexp(m, bits)), e - bits) if bits < 53 else y.copy()
 
 
 def conditional_means(index, values, weights=None, groups: Optional[int] = None):

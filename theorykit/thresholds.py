@@ -17,8 +17,7 @@ whether the law was unbounded and at which n it was truncated.
 from __future__ import annotations
 
 import math
-import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -36,6 +35,9 @@ THRESHOLD_PATHS = 16384
 THRESHOLD_REPLICAS = 4
 #: regula-falsi refinements per t after the grid
 THRESHOLD_REFINE = 2
+#: default scan: POINTS log-spaced deltas in DELTA_RANGE
+THRESHOLD_DELTA_RANGE = (1.0, 40.0)
+THRESHOLD_POINTS = 8
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def _check_problem(problem, times):
     return p, ts
 
 
-def delta_star(problem, times, deltas=None, *, delta_range=(1.0, 40.0), points: int = 8, d: Optional[int] = None,
+def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE, points: int = THRESHOLD_POINTS, d: Optional[int] = None,
                n: Optional[int] = None, paths: int = THRESHOLD_PATHS, replicas: int = THRESHOLD_REPLICAS,
                seed: int = defaults.DMFT_SEED, refine: int = THRESHOLD_REFINE, progress: bool = False,
                **dmft_options) -> list:
@@ -147,9 +149,9 @@ def delta_star(problem, times, deltas=None, *, delta_range=(1.0, 40.0), points: 
             raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
         deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
     grid = sorted(float(x) for x in deltas)
-    t0 = _time.perf_counter()
     opts = dict(paths=paths, replicas=replicas, seed=seed, bias_check=False, keep_law_at=ts, **dmft_options)
-    bar = Progress(len(grid) + refine * len(ts)) if progress else None
+    # the bar counts DMFT scan solves: one per grid delta, then `refine` per requested t
+    bar = Progress(len(grid) + refine * len(ts), label="delta_star", unit="DMFT solves") if progress else None
     scan = dmft_scan(p, grid, **opts)
     done = len(grid)
     if bar:

@@ -66,6 +66,22 @@ def nonnegative_float(text) -> float:
     return v + 0.0  # -0.0 -> 0.0
 
 
+def seconds(allow_zero: bool = False):
+    """The argparse type of a time limit: a finite number of seconds > 0 (>= 0 with allow_zero), at most
+    theorykit.symbolic.gaussian.MAX_SECONDS."""
+    from ..symbolic.gaussian import MAX_SECONDS
+
+    def parse(text) -> float:
+        v = _parse_float(text)
+        if not ((v >= 0 if allow_zero else v > 0) and v <= MAX_SECONDS):
+            raise argparse.ArgumentTypeError(f"expected a number of seconds {'>= 0' if allow_zero else '> 0'} and "
+                                             f"<= {MAX_SECONDS:g}, got {text!r}")
+        return v + 0.0
+
+    parse.__name__ = "seconds"
+    return _typed(parse)
+
+
 def integer(lo: int, hi=None, label=None):
     """The argparse type of an integer in lo..hi (hi None: no upper bound); '1.5', '1e3', 'nan' are refused."""
     def parse(text) -> int:

@@ -11,6 +11,7 @@ method (prose: how it was solved), problem, seconds, diverged_at (+ success_prob
 M_rel_stderr, noise_limited, predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr,
 noise_limited, how}]} with --capture).
 """
+import math
 import sys
 
 from .. import defaults
@@ -104,6 +105,13 @@ def run(args) -> dict:
     law = initial_law(args)
     if args.init == "spectral" and (law["M0"] is not None or law["Sigma0"] is not None):
         raise TheorykitError("--init spectral sets the initial law itself: drop --M0/--Sigma0")
+    if args.spectral_T is not None and args.init != "spectral":
+        raise TheorykitError("--spectral-T is the preprocessing of --init spectral: add --init spectral or drop it")
+    if args.init == "spectral":
+        from ..symbolic.admissible import check_preprocessing
+
+        # the same verdict on T as `theorykit spectral` and `simulate --init spectral` (one check for all)
+        check_preprocessing(args.link, args.spectral_T or defaults.SIM_SPECTRAL_T, args.delta)
     res = dmft(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=args.delta,
                ridge=args.ridge, M0=law["M0"], Sigma0=law["Sigma0"], init=args.init, spectral_T=args.spectral_T,
                paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
@@ -111,6 +119,12 @@ def run(args) -> dict:
                bias_check={"auto": "auto", "on": True, "off": False}[args.bias_check],
                progress=progress, **step)
     out = res.as_dict()
+    hard = out.get("hard") or {}
+    if hard.get("ess") is not None and not all(math.isfinite(v) for v in hard["ess"]):
+        # JSON has no NaN: say what the missing effective sample sizes mean
+        hard["ess"] = [v if math.isfinite(v) else None for v in hard["ess"]]
+        hard["ess_note"] = ("null: no effective sample size of pathwise tangents here (with a kinked activation or "
+                            "loss the hard process runs on Stein kernels instead of tangents)")
     if args.predict_d is not None:
         out["success_probability"] = {"d": args.predict_d,
                                       "values": res.success_probability(args.predict_d).tolist()}

@@ -1,19 +1,22 @@
 """theorykit hermite ACT [--degree K] [--json]"""
 from ..symbolic.hermite import hermite_coefficients
+from ._simargs import check_args, integer, seconds
 
 
 def add_parser(sub):
     p = sub.add_parser("hermite", help="Hermite coefficients mu_k = E[sigma(G) He_k(G)] of an activation")
     p.add_argument("activation", help="preset (quad, gelu, relu, tanh, erf, linear, he2, he3) or expression in x")
-    p.add_argument("--degree", type=int, default=4, help="largest k (default 4)")
-    p.add_argument("--time-limit", type=float, default=3.0, help="seconds for sympy.integrate per coefficient")
-    p.add_argument("--wall-limit", type=float, default=None,
-                   help="wall-clock seconds per coefficient, all methods together (default 30, or "
+    p.add_argument("--degree", type=integer(0, 40), default=4, help="largest k, in 0..40 (default 4)")
+    p.add_argument("--time-limit", type=seconds(allow_zero=True), default=3.0,
+                   help="seconds >= 0 for sympy.integrate per coefficient (0: skip it; default 3)")
+    p.add_argument("--wall-limit", type=seconds(), default=None,
+                   help="wall-clock seconds > 0 per coefficient, all methods together (default 30, or "
                         "$THEORYKIT_WALL_LIMIT)")
     return p
 
 
 def run(args) -> dict:
+    check_args(args)
     h = hermite_coefficients(args.activation, args.degree, time_limit=args.time_limit,
                              wall_limit=args.wall_limit)
     return {"activation": str(h.activation.expr), "name": h.activation.name,

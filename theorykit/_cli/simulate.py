@@ -58,5 +58,7 @@ def text(r) -> str:
         hw = f"; hard weight {h['hard_weight']:.3f}" if s["hard_dim"] else ""
         lines.append(f"Hessian t = {h['t']}: bottom eigenvalues {ev}, ...{hw}")
     if r.get("diverged_at"):
-        lines.append(f"diverged: {r['diverged_at']['hint']} (loss {r['diverged_at']['loss']:g})")
+        da = r["diverged_at"]
+        loss = f"loss {da['loss']:g}" if da.get("loss") is not None else da.get("loss_note", "loss not finite")
+        lines.append(f"diverged: {da['hint']} ({loss})")
     return "\n".join(lines)

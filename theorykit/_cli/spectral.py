@@ -2,6 +2,7 @@
 import math
 
 from ..errors import TheorykitError
+from ..symbolic.admissible import check_preprocessing
 from ..spectra import spectral_prediction, spectral_threshold
 
 
@@ -37,14 +38,32 @@ def run(args) -> dict:
     lo, hi = (_positive(v, "--delta-range") for v in args.delta_range)
     if not lo < hi:
         raise TheorykitError(f"--delta-range: expected LO < HI, got {args.delta_range[0]} {args.delta_range[1]}")
+    # T's admissibility (finite, no pole in the support of y, bounded above, sup T > 0): the same check, hence the
+    # same verdict, as the spectral initialisation of simulate, sweep and dmft (--init spectral --spectral-T)
+    check_preprocessing(args.link, args.preprocess, delta)
     pred = spectral_prediction(args.link, args.preprocess, delta)
     try:
         thr = spectral_threshold(args.link, args.preprocess, delta_range=(lo, hi)).as_dict()
     except TheorykitError as e:  # no outlier in the range (or already at its low end): delta_u unknown -> null
         thr = {"delta_u": None, "error": None, "case": None, "domain_edge": False, "bracket": None,
                "method": "scan failed", "notes": [str(e)]}
+        thr["delta_u_reason"] = (f"no outlier for any delta in --delta-range [{lo:g}, {hi:g}]: delta_u > {hi:g}, "
+                                 "or it does not exist (infinite)" if "no outlier" in str(e) else
+                                 f"an outlier already exists at delta = {lo:g}: delta_u < {lo:g} (lower --delta-range)"
+                                 if "already exists" in str(e) else f"the threshold scan failed: {e}")
+    # JSON has no NaN or infinity: say explicitly what the non-finite numbers of the threshold mean
+    if thr.get("margins") is not None and not all(math.isfinite(v) for v in thr["margins"]):
+        thr["margins"] = [v if math.isfinite(v) else None for v in thr["margins"]]
+        thr["margins_note"] = ("null: T is not admissible (pole / unbounded) at that end of the bracket, so the margin "
+                               "is undefined there (the threshold is the edge of T's admissible range)")
+    if thr.get("error") is not None and not math.isfinite(thr["error"]):
+        thr["error"] = None
+        thr["error_note"] = ("null: unbounded -- the halved quadrature disagrees on the outlier at the edge of T's "
+                             "admissible range")
     out = {"top_eigenvalue": pred.top_eigenvalue, "overlap2": pred.overlap2, "delta_u": thr["delta_u"],
            "link": args.link, "preprocess": args.preprocess, "delta": delta}
+    if thr["delta_u"] is None:
+        out["delta_u_reason"] = thr["delta_u_reason"]
     out.update({k: v for k, v in pred.as_dict().items() if k not in ("top_eigenvalue", "overlap2", "delta")})
     out["threshold"] = thr
     return out
@@ -57,9 +76,10 @@ def text(r) -> str:
              f"  overlap^2      -> {r['overlap2']:.10g}",
              f"  case: {r['case']}   (lam_bar = {r['lam_bar']:.10g}, tau = {r['tau']:.10g}"
              + (f", lam* = {r['lam_star']:.10g})" if r["lam_star"] is not None else ")"),
-             (f"  delta_u = {r['delta_u']:.10g} +/- {th['error']:.1e}   ({th['case']}"
+             (f"  delta_u = {r['delta_u']:.10g} +/- "
+              + (f"{th['error']:.1e}" if th["error"] is not None else "(unknown)") + f"   ({th['case']}"
               + (", edge of T's admissible range" if th["domain_edge"] else "") + ")"
-              if r["delta_u"] is not None else "  delta_u: not found (see note)"),
+              if r["delta_u"] is not None else f"  delta_u: not found ({r.get('delta_u_reason', 'see note')})"),
              f"  method: {r['method']}",
              f"  threshold method: {th['method']}"]
     lines += [f"  note: {n}" for n in r["notes"] + th["notes"]]

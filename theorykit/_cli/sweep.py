@@ -95,8 +95,30 @@ def run(args) -> dict:
     if bad:
         sys.stderr.write(bad + "\n")
     summ = summarise(df)
-    return {"runs": df.to_dict(orient="records"), "summary": summ.to_dict(orient="records"),
-            "settings": df.attrs["settings"], "csv": args.out}
+    runs, summary = _nulls(df.to_dict(orient="records")), _nulls(summ.to_dict(orient="records"))
+    out = {"runs": runs, "summary": summary, "settings": df.attrs["settings"], "csv": args.out}
+    # JSON has no NaN: an empty cell is null, and null_means says what it means for each key that has one
+    means = {f"runs[*].{k}": NULL_MEANS.get(k, "empty") for k in sorted({k for r in runs for k, v in r.items()
+                                                                          if v is None and k in NULL_MEANS})}
+    means.update({f"summary[*].{k}": NULL_MEANS_SUMMARY.get(k, "empty")
+                  for k in sorted({k for r in summary for k, v in r.items() if v is None and k in NULL_MEANS_SUMMARY})})
+    if means:
+        out["null_means"] = means
+    return out
+
+
+#: what a null cell of a run means (JSON output; the CSV leaves it empty)
+NULL_MEANS = {"escape_time": "the run never reached the success overlap within --steps (or it failed)",
+              "success": "the run failed (no result)", "final_overlap": "the run failed", "max_overlap": "the run failed",
+              "final_train_loss": "the run failed", "final_test_loss": "the run failed"}
+NULL_MEANS_SUMMARY = {"median_escape_time": "no run that finished escaped at this delta",
+                      "success_probability": "every run at this delta failed", "stderr": "every run at this delta failed",
+                      "low": "every run at this delta failed", "high": "every run at this delta failed"}
+
+
+def _nulls(records):
+    """NaN (pandas' empty cell) -> None."""
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in records]
 
 
 def _num(v, width: int, spec: str = ".3f") -> str:

@@ -392,8 +392,8 @@ def p_m1(d, Cth, Cmu):
 
 
 def part3(args, rows, md):
-    md.append(f"## 3. Finite-d success probability (docs/theory.md §3.2) vs GD, m = 1: phase retrieval y = z^2 with square loss "
-              f"(the issue's settings) and y = sign(|z| - median|z|) with logistic loss\n")
+    md.append("## 3. Finite-d success probability (docs/theory.md §3.2) vs GD, m = 1: phase retrieval y = z^2 with square loss "
+              "(the issue's settings) and y = sign(|z| - median|z|) with logistic loss\n")
     md.append("Prediction: P_t = P(chi2_1 > d C_theta(t,t)/C_mu(t)) from the DMFT (`success_probability`). Primary: "
               "**by t_rel = min(H, hard_reliable_until)**, max_{t<=t_rel} P_t (beyond t_rel the replicas of C_mu "
               "disagree by > 5%: its mean is carried by rare paths, see the notes); 'by H (all t)' uses every t up "

@@ -181,7 +181,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         raise TheorykitError("dmft: give a Problem, or activation, link and delta (keyword form)")
     call = dict(locals())  # the arguments, for the 'auto' response's fallback below
     call.pop("Problem", None), call.pop("pr", None), call.pop("given", None)
-    from .._checks import Progress as _Progress, check_int as _check_int, check_number as _check_number
+    from .._checks import Progress as _Progress, check_int as _check_int, check_number as _check_number, \
+        loss_undefined_at_start as _loss_undefined_at_start
     from ..symbolic.ingredients import link as make_link
     from ..symbolic.network import Network
 
@@ -275,7 +276,10 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
             half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
         jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
                   sampler, response, window, None, (), None, prefix) for s in root_seq.spawn(replicas)]
-    bar = _Progress(len(jobs)) if progress else None
+    # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
+    bar = _Progress(len(jobs), label="dmft", unit=("replica solves" if not bias_check else
+                                                    f"replica solves ({replicas} of them the bias check)")) \
+        if progress else None
     results = []
     if procs > 1:
         import multiprocessing as mp
@@ -294,6 +298,11 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     if bar:
         bar.close(len(jobs))
     halves, results = results[replicas:], results[:replicas]
+    # a loss that is NaN (or infinite) at t = 0 is undefined at the initial point, not a divergence (issue 11)
+    err = _loss_undefined_at_start(net.loss, [r_["train_loss"][0] for r_ in results + halves
+                                              if len(r_["train_loss"])])
+    if err is not None:
+        raise err
 
     S = min(len(r["train_loss"]) for r in results + halves)
     div = [r["diverged"] for r in results + halves if r["diverged"] is not None]

@@ -50,7 +50,8 @@ from typing import Optional
 import numpy as np
 
 from .. import defaults
-from .._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, physical_memory
+from .._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, loss_undefined_at_start, \
+    physical_memory
 from ..errors import TheorykitError
 from ..problem import Problem
 
@@ -90,7 +91,8 @@ class SimulationResult:
     escape_time   first t with success, or None
     hessian       list of dicts {t, eigenvalues (k_eig,), hard_overlap2 (k_eig,), hard_weight, method}
     settings      every input and convention (JSON-safe)
-    diverged_at   None, or {"step", "loss", "hint"} when status == "diverged"
+    diverged_at   None, or {"step", "loss", "hint"} when status == "diverged" (JSON: a loss that is not finite is
+                  null, with "loss_note" saying it was inf or NaN)
     theta         (d, m) the final weights (None when diverged; not part of the JSON output)
     problem       the :class:`theorykit.Problem` that was run (JSON: its to_dict(); ``simulate(Problem.from_dict(
                   out["problem"]), d=..., seed=..., ...)`` with the numeric settings re-runs it)
@@ -163,6 +165,12 @@ class SimulationResult:
                "problem": None if self.problem is None else self.problem.to_dict()}
         if self.diverged_at is not None:
             out["diverged_at"] = dict(self.diverged_at)
+            loss = out["diverged_at"].get("loss")
+            if loss is not None and not math.isfinite(loss):
+                # JSON has no inf/NaN: the loss is null and loss_note says what it was
+                out["diverged_at"]["loss"] = None
+                out["diverged_at"]["loss_note"] = (f"the training loss was {'NaN' if math.isnan(loss) else loss} at "
+                                                   "this step (not a finite number, written null)")
         return out
 
 
@@ -243,6 +251,29 @@ def _check_memory(n, d, m, k, steps, n_test, spectral):
     return est
 
 
+def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test: Optional[int] = None,
+                  spectral: bool = False) -> tuple:
+    """The simulator's up-front refusals for ``problem`` at dimension d (one-line errors, before any work): n = round(
+    delta d) samples in 1..1e15, k <= d latent directions, memory within 60% of physical memory and estimated time
+    within MAX_SECONDS.  steps defaults to the problem's; n_test to max(SIM_N_TEST_MIN, n).  Returns (n, n_test).
+    simulate() calls it; so does any caller that wants the refusal before its own work (e.g. the hessian command,
+    before its DMFT solve)."""
+    delta = problem.delta
+    if not delta * d < 1e15:  # n = round(delta d) samples: inf (1e308 * d) or beyond any memory
+        raise TheorykitError(f"n = delta * d = {delta} * {d} samples is too many: lower delta or d")
+    n = int(round(delta * d))
+    if n < 1:
+        raise TheorykitError(f"n = round(delta * d) = round({delta} * {d}) = 0 samples: raise delta or d")
+    n_test = max(defaults.SIM_N_TEST_MIN, n) if n_test is None else check_int("n_test", n_test, 1)
+    k, m = problem.link_obj.k, problem.network.m
+    if k > d:
+        raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
+    steps = problem.n_steps if steps is None else steps
+    _check_memory(n, d, m, k, steps, n_test, spectral)
+    _check_cost(n, d, m, steps, n_test)
+    return n, n_test
+
+
 def _draw(problem: Problem, d: int, n: int, n_test: int, seed: int):
     """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER)."""
     lk, m = problem.link_obj, problem.m
@@ -271,7 +302,7 @@ def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED):
     seed = check_int("seed", seed, 0)
     n = int(round(problem.delta * d))
     if n < 1:
-        raise TheorykitError(f"n = round(delta * d) = 0 samples: raise delta or d")
+        raise TheorykitError("n = round(delta * d) = 0 samples: raise delta or d")
     _, X, y, _, _ = _draw(problem, d, n, 1, seed)
     return X, y
 
@@ -433,26 +464,19 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         raise TheorykitError("a spectral preprocessing T was given but init is not 'spectral'")
     if init == "spectral" and (problem.Sigma0 is not None or problem.M0 is not None):
         raise TheorykitError("init 'spectral' sets Theta(0) itself: it takes the default Sigma0 = I and M0 = 0")
-    if not delta * d < 1e15:  # n = round(delta d) samples: inf (1e308 * d) or beyond any memory
-        raise TheorykitError(f"n = delta * d = {delta} * {d} samples is too many: lower delta or d")
-    n = int(round(delta * d))
-    if n < 1:
-        raise TheorykitError(f"n = round(delta * d) = round({delta} * {d}) = 0 samples: raise delta or d")
-    n_test = max(defaults.SIM_N_TEST_MIN, n) if n_test is None else check_int("n_test", n_test, 1)
-
     net = problem.network
     lk = problem.link_obj
     m, k = net.m, lk.k
-    if k > d:
-        raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
-    _check_memory(n, d, m, k, steps, n_test, init == "spectral")
-    _check_cost(n, d, m, steps, n_test)
+    n, n_test = check_request(problem, d, steps=steps, n_test=n_test, spectral=init == "spectral")
     hessian_fn = _hessian_function() if hessian_every else None
     T_fn = None
     if init == "spectral":
         T_fn = preprocessing(DEFAULT_SPECTRAL_T if spectral_T is None else spectral_T)
         if m > d:
             raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
+        from ..symbolic.admissible import check_preprocessing
+
+        check_preprocessing(lk, T_fn, delta)  # the same verdict on T as `theorykit spectral` (issue 11)
 
     hard_basis = np.array(problem.analysis.hard_basis, dtype=float).reshape(k, -1)
     kH = hard_basis.shape[1]
@@ -498,7 +522,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     diverged_at = None
     last = -1
     k_eig = min(hessian_k, d * m)
-    bar = Progress(steps) if progress else None
+    bar = Progress(steps, label="simulate", unit="steps") if progress else None  # update(t): t steps done
     inv_n = 1.0 / n
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -509,7 +533,16 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 gram = theta.T @ theta
                 norm2 = float(np.trace(gram))
                 if t == 0:
-                    loss_scale = max(1.0, abs(tr)) if math.isfinite(tr) else 1.0
+                    # a loss that is NaN (or infinite) before any step is undefined there, not a divergence
+                    err = (None if math.isfinite(tr) else
+                           loss_undefined_at_start(net.loss, derivs.loss, y, derivs.f, "training sample"))
+                    if err is None and not math.isfinite(te):
+                        f_test = net.output(X_test @ theta)
+                        err = loss_undefined_at_start(net.loss, net.loss.numpy(y_test, f_test)[0], y_test, f_test,
+                                                      "test sample")
+                    if err is not None:
+                        raise err
+                    loss_scale = max(1.0, abs(tr))
                 if not (math.isfinite(tr) and math.isfinite(te) and math.isfinite(norm2)
                         and norm2 <= THETA_NORM2_LIMIT and tr <= LOSS_GROWTH_LIMIT * loss_scale):
                     bad = tr if math.isfinite(tr) else float("inf")

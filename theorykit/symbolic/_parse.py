@@ -6,6 +6,7 @@ passed to ``eval``/``exec`` or to ``sympify`` of a string.  Attribute access, su
 keyword arguments, strings and unknown names are rejected with a one-line :class:`ParseError`.
 """
 import ast
+import math
 import re
 
 import sympy as sp
@@ -35,6 +36,9 @@ _MAX_DEPTH = 50
 #: need _MAX_POW): beyond float range the numeric tiers overflow
 _MAX_DIGITS = 50
 _MAX_MAGNITUDE = 10 ** _MAX_DIGITS
+#: functions whose value outgrows exp(|argument|): a constant argument above log(1e50) is a constant beyond the cap
+_GROWING = {"exp", "sinh", "cosh"}
+_MAX_EXP_ARG = _MAX_DIGITS * math.log(10)
 
 
 def _describe(node):
@@ -91,7 +95,9 @@ class _Builder:
                 return a / b
             if isinstance(op, ast.Pow):
                 if b.is_number and abs(float(b)) > _MAX_POW:
-                    self.fail(f"exponent {b} is too large (|exponent| <= {_MAX_POW})")
+                    self.fail(f"exponent {_clip(b)} is too large (|exponent| <= {_MAX_POW})")
+                if a.is_number and b.is_number:
+                    self._check_power(a, b)
                 return a ** b
             self.fail(f"operator {_describe(op)} is not allowed (use + - * / ** ^)")
         if isinstance(node, ast.Call):
@@ -105,8 +111,36 @@ class _Builder:
             f, nargs = _FUNCTIONS[name]
             if len(node.args) not in nargs:
                 self.fail(f"{name} takes {' or '.join(map(str, nargs))} argument(s), got {len(node.args)}")
-            return f(*[self.build(a) for a in node.args])
+            args = [self.build(a) for a in node.args]
+            if name in _GROWING and args[0].is_number:
+                # exp(exp(exp(100))) is a constant with ~1e43 digits in its exponent: SymPy's evalf of it never ends
+                v = self._value(args[0])
+                if (v.real if name == "exp" else abs(v.real)) > _MAX_EXP_ARG:
+                    self.fail(f"constant too large: {name}({v.real:.6g}) exceeds 1e{_MAX_DIGITS}")
+            return f(*args)
         self.fail(f"{_describe(node)} syntax is not allowed in an expression")
+
+    def _value(self, c) -> complex:
+        """The numeric value of a constant subexpression (bounded by induction: every constant built so far passed
+        the checks below, so evaluating it is quick)."""
+        try:
+            return complex(sp.N(c, 15))
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"the constant {_clip(c)} has no finite numeric value")
+
+    def _check_power(self, a, b):
+        """Refuse a constant power a**b beyond 1e{_MAX_DIGITS} before SymPy computes it exactly: ((9**64)**64)**64
+        would otherwise be built digit by digit (millions of digits, minutes)."""
+        va, vb = self._value(a), self._value(b)
+        if va == 0:
+            if vb.real < 0:
+                self.fail("division by zero (0 to a negative power)")
+            return
+        mag = abs(vb.real) * abs(math.log10(abs(va)))
+        growing = (abs(va) > 1) == (vb.real > 0)
+        if growing and mag > _MAX_DIGITS:
+            self.fail(f"constant too large: ({_clip(a)})**({_clip(b)}) has about {mag:.3g} digits "
+                      f"(at most {_MAX_DIGITS}, |c| < 1e{_MAX_DIGITS})")
 
 
 def _bracket_depth(text: str) -> int:
@@ -118,6 +152,12 @@ def _bracket_depth(text: str) -> int:
         elif ch in ")]}":
             depth -= 1
     return best
+
+
+def _clip(obj, n: int = 30) -> str:
+    """str(obj), cut to about n characters (a constant named in a one-line error)."""
+    t = str(obj)
+    return t if len(t) <= n else f"{t[:n]}... ({len(t)} characters)"
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -161,6 +201,9 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
         raise ParseError(f"{what} {text!r}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     if not isinstance(expr, sp.Basic):
         raise ParseError(f"{what} {text!r}: not an expression")
+    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+        raise ParseError(f"{what} {_short(text)}: it contains an infinite or undefined constant (e.g. a division by "
+                         "zero)")
     for c in expr.atoms(sp.Rational, sp.Float):
         if not c.is_finite or abs(c) >= _MAX_MAGNITUDE or \
                 (c.is_Rational and abs(c.q) >= _MAX_MAGNITUDE):

@@ -414,15 +414,30 @@ WALL_LIMIT = 30.0
 OVERRIDE: Optional[float] = None
 
 
+#: longest time limit accepted (seconds; about 11.6 days): the timers take no more (1e300 s overflows them)
+MAX_SECONDS = 1e6
+
+
+def check_seconds(name: str, value, allow_zero: bool = False) -> float:
+    """A time limit in seconds: a finite number > 0 (>= 0 with ``allow_zero``) and <= MAX_SECONDS, else a one-line
+    TheorykitError naming ``name``."""
+    from .._checks import check_number
+
+    lo = ">= 0" if allow_zero else "> 0"
+    return check_number(name, value, lambda v: (v >= 0 if allow_zero else v > 0) and v <= MAX_SECONDS,
+                        f"a number of seconds {lo} and <= {MAX_SECONDS:g}")
+
+
 def default_wall_limit() -> float:
     if OVERRIDE is not None:
         return OVERRIDE
     env = os.environ.get("THEORYKIT_WALL_LIMIT")
     if env:
         try:
-            return float(env)
+            float(env)
         except ValueError:
             raise TheorykitError(f"THEORYKIT_WALL_LIMIT must be a number of seconds, got {env!r}") from None
+        return check_seconds("THEORYKIT_WALL_LIMIT", env)
     return WALL_LIMIT
 
 
@@ -451,15 +466,21 @@ def wall_clock_limit(seconds: Optional[float], what: str, hint: str = "--wall-li
 
     old = signal.signal(signal.SIGALRM, handler)
     _active.on = True
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
     try:
+        # armed inside the try: a limit so short that the alarm fires at once still ends in the one-line error
+        signal.setitimer(signal.ITIMER_REAL, float(seconds))
         yield
     except _Alarm:
         raise TimeLimitError(f"{what} did not finish within {seconds:g} s (raise the limit with {hint})") from None
     finally:
-        _active.on = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        while True:  # an alarm landing during the clean-up (the body is over) is ignored, never raised from here
+            try:
+                _active.on = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+                break
+            except _Alarm:
+                continue
 
 
 def _short(expr, n: int = 60) -> str:
@@ -488,7 +509,8 @@ def expectation(expr, variables: Sequence[sp.Symbol], time_limit: float = 3.0,
     ``wall_limit`` seconds of wall-clock time (default :func:`default_wall_limit`); past it a one-line
     :class:`~theorykit.errors.TimeLimitError`.
     """
-    limit = default_wall_limit() if wall_limit is None else wall_limit
+    limit = default_wall_limit() if wall_limit is None else check_seconds("wall_limit", wall_limit)
+    time_limit = check_seconds("time_limit", time_limit, allow_zero=True)
     with wall_clock_limit(limit, f"E[{_short(expr)}]"):
         return _expectation(expr, variables, time_limit, allow_sympy, seed)
 

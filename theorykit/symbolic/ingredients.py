@@ -48,8 +48,18 @@ class _Compiled:
         with np.errstate(all="ignore"):
             outs = self._f(*vals)
         shape = np.broadcast(*vals).shape if len(vals) > 1 else (vals[0].shape if vals else ())
-        outs = [np.broadcast_to(np.asarray(o, dtype=float), shape) for o in outs]
+        outs = [np.broadcast_to(_real(o), shape) for o in outs]
         return tuple(outs) if self.multi else outs[0]
+
+
+def _real(o) -> np.ndarray:
+    """A float array: a complex value (an expression with I in it, e.g. exp(500*I) or (-8)**(1/3)) is NaN where its
+    imaginary part is not round-off, so that callers' finiteness checks refuse it, never silently its real part."""
+    a = np.asarray(o)
+    if np.iscomplexobj(a):
+        with np.errstate(invalid="ignore"):
+            a = np.where(np.abs(a.imag) <= 1e-12 * np.maximum(1.0, np.abs(a.real)), a.real, np.nan)
+    return np.asarray(a, dtype=float)
 
 
 def lambdify_safe(args, expr, name: str) -> _Compiled:

@@ -28,7 +28,7 @@ import sympy as sp
 from .. import conventions as cv
 from ..errors import TheorykitError
 from ..rules import (composite_gauss_legendre, conditional_means, gauss_legendre_normal, monte_carlo_normal,
-                     quantile_bins, tensor)
+                     quantile_bins, round_significant, tensor)
 from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point
 from .ingredients import Link, link as make_link
 
@@ -42,9 +42,21 @@ class DeltaAlg:
     error: float
     method: str
 
+    @property
+    def infinite(self) -> bool:
+        """delta_alg = +infinity: E[zz^T|y] = I, so no spectral method recovers any direction at any delta."""
+        return self.value is None
+
     def as_dict(self):
-        return {"exact": None if self.exact is None else str(self.exact), "value": self.value,
-                "error": self.error, "method": self.method}
+        """JSON: value null with "infinite": true and a "reason" when delta_alg is infinite (never inf or "inf");
+        error null there too."""
+        out = {"exact": None if self.exact is None else str(self.exact), "value": self.value,
+               "error": (self.error if self.value is not None else None), "infinite": self.infinite,
+               "method": self.method}
+        if self.infinite:
+            out["reason"] = ("E[zz^T|y] = I (within the error of the method): no spectral weak recovery at any delta, "
+                             "so the threshold delta_alg does not exist (it is +infinity)")
+        return out
 
 
 @dataclass(frozen=True)
@@ -69,10 +81,27 @@ class LinkAnalysis:
     def hard_dim(self) -> int:
         return self.hard_basis.shape[1]
 
+    def exponent_reasons(self) -> dict:
+        """Why an exponent is None: {"information_exponent": reason, "generative_exponent": reason} (only the None
+        ones)."""
+        out = {}
+        for key, value, top in (("information_exponent", self.information_exponent, 8),
+                                ("generative_exponent", self.generative_exponent, 6)):
+            if value is not None:
+                continue
+            if self.k != 1:
+                out[key] = (f"defined here for single-index links only (this link has k = {self.k} latent "
+                            "directions; see easy_dim, hard_dim and delta_alg)")
+            else:
+                out[key] = f"none found up to degree {top}: the exponent is > {top} (or infinite)"
+        return out
+
     def as_dict(self) -> dict:
+        """JSON: an exponent that is null comes with "<name>_reason" saying why."""
+        reasons = {f"{k}_reason": v for k, v in self.exponent_reasons().items()}
         return {"link": str(self.link.expr), "name": self.link.name, "k": self.k,
                 "information_exponent": self.information_exponent,
-                "generative_exponent": self.generative_exponent, "easy_dim": self.easy_dim,
+                "generative_exponent": self.generative_exponent, **reasons, "easy_dim": self.easy_dim,
                 "hard_dim": self.hard_dim, "easy_basis": self.easy_basis.tolist(),
                 "hard_basis": self.hard_basis.tolist(), "delta_alg": self.delta_alg.as_dict(),
                 "method": self.method, "notes": list(self.notes)}
@@ -224,7 +253,7 @@ def _delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, se
         z, y = link.sample(n, rng)
         feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
         half = n // 2
-        vals = np.unique(np.round(y, 12))
+        vals = np.unique(round_significant(y, 12))
         for bins in rhos:
             if len(vals) <= 64:
                 edges = (vals[1:] + vals[:-1]) / 2

@@ -1,0 +1,107 @@
+"""theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA --t T [T ...]
+[--n N | --d DIM] [--delta-range LO HI] [--points P] [--paths N] [--replicas R] [--seed S] [--refine K] [--ridge R]
+[--progress] [--json]
+
+delta*(t) (docs/theory.md §5): the smallest delta at which the DMFT state at time t has a hard outlier below the
+Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresholds.delta_star); with --n or --d the
+law at each delta is truncated at its 1/n quantile (n fixed, or n = delta d moving along the scan).
+
+JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_reason says why), delta_alg_info
+{exact, error, method}, delta_star [{t, value, stderr, edge, outlier, overlap2, truncation_n, bracket, unbounded,
+tried, method}], settings, seconds.  Every value that is not finite is null.  No sign change of the outlier
+margin on the grid is an error (exit 2, one line, with the margins tried).
+"""
+import time
+
+from ._simargs import check_args, integer, positive_float
+from .hessian import add_dmft_arguments, add_problem_arguments, check_hessian_width, fmt, make_problem
+
+EXAMPLE = ("example: theorykit threshold --activation gelu --link sign-symmetric --loss logistic --eta 1 "
+           "--t 0 25 50 --delta-range 2 12 --points 6")
+
+
+def _defaults():
+    from .. import thresholds as th  # one set of defaults: delta_star's own
+
+    return {"delta_range": th.THRESHOLD_DELTA_RANGE, "points": th.THRESHOLD_POINTS, "paths": th.THRESHOLD_PATHS,
+            "replicas": th.THRESHOLD_REPLICAS, "refine": th.THRESHOLD_REFINE}
+
+
+def add_parser(sub):
+    dv = _defaults()
+    lo, hi = dv["delta_range"]
+    p = sub.add_parser("threshold", help="delta*(t): the smallest delta with a hard outlier below the Hessian's bulk "
+                                         "at GD time t (docs/theory.md §5)",
+                       description="delta*(t) (docs/theory.md §5): the smallest sample ratio delta at which the "
+                                   "Hessian at GD time t has a hard outlier below its bulk, for a list of t from one "
+                                   "DMFT scan in delta (common random numbers) refined by regula falsi, with "
+                                   "standard errors from the replicas; and delta_alg of the link.",
+                       epilog=EXAMPLE)
+    add_problem_arguments(p, delta=False)
+    p.add_argument("--t", type=integer(0), nargs="+", required=True, metavar="T",
+                   help="GD times t >= 0 (one scan serves them all: it runs to max t)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--n", type=integer(1), default=None,
+                   help="truncate the law at every delta at its 1/n quantile, n >= 1 samples (finite-n law)")
+    g.add_argument("--d", type=integer(1), default=None,
+                   help="the user's dimension d >= 1: truncate at n = delta d, which moves along the scan")
+    p.add_argument("--delta-range", type=positive_float, nargs=2, default=[float(lo), float(hi)],
+                   metavar=("LO", "HI"), dest="delta_range",
+                   help=f"scan range 0 < LO < HI of delta (log-spaced grid; default {lo:g} {hi:g})")
+    p.add_argument("--points", type=integer(2, 1000), default=dv["points"],
+                   help=f"DMFT solves on the delta grid, in 2..1000 (default {dv['points']})")
+    add_dmft_arguments(p, dv["paths"], dv["replicas"])
+    p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
+                   help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
+    return p
+
+
+def run(args) -> dict:
+    from ..errors import TheorykitError
+    from ..thresholds import delta_star
+
+    t0 = time.perf_counter()
+    check_args(args)
+    check_hessian_width(args)
+    lo, hi = args.delta_range
+    if not lo < hi:
+        raise TheorykitError(f"argument --delta-range: expected LO < HI, got {lo:g} {hi:g}")
+    times = sorted(set(args.t))
+    problem = make_problem(args, lo, max(times))
+    da = problem.analysis.delta_alg
+    res = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
+                     paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
+                     progress=bool(args.progress))
+    info = da.as_dict()
+    out = {"delta_alg": da.value}
+    if da.value is None:  # +infinity: no spectral weak recovery at any delta
+        out["delta_alg_reason"] = f"{info.get('reason') or 'delta_alg is infinite for this link'} [{da.method}]"
+    out["delta_alg_info"] = info
+    out["delta_star"] = [r.as_dict() for r in res]
+    out["settings"] = {"activation": problem.activation, "link": problem.link, "loss": problem.loss,
+                       "width": problem.m, "a": problem.a_vector.tolist(), "b": problem.b_vector.tolist(),
+                       "eta": problem.eta, "ridge": problem.ridge, "t": times, "n": args.n, "d": args.d,
+                       "delta_range": [lo, hi], "points": args.points, "paths": args.paths,
+                       "replicas": args.replicas, "seed": args.seed, "refine": args.refine,
+                       "hard_dim": problem.analysis.hard_dim}
+    out["seconds"] = time.perf_counter() - t0
+    return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
+
+
+def text(r) -> str:
+    s = r["settings"]
+    trunc = f", n = {s['n']}" if s["n"] else (f", d = {s['d']} (n = delta d)" if s["d"] else "")
+    lines = [f"{s['activation']} / {s['link']} / {s['loss']}, m = {s['width']}, eta = {s['eta']:g}{trunc}; delta in "
+             f"[{s['delta_range'][0]:g}, {s['delta_range'][1]:g}] ({s['points']} points + {s['refine']} refinements "
+             f"per t), {s['paths']} DMFT paths in {s['replicas']} replicas, {r['seconds']:.1f} s",
+             f"  delta_alg = {fmt(r['delta_alg'], '.6g', 'infinite')}"]
+    lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'edge':>11} {'outlier':>11} {'overlap^2':>9} "
+                 f"{'n':>8} tail")
+    for q in r["delta_star"]:
+        unb = {True: "unbounded", False: "bounded", None: "undecided"}[q["unbounded"]]
+        lines.append(f"  {q['t']:>6} {fmt(q['value'], '10.5g'):>10} {fmt(q['stderr'], '9.2g'):>9} "
+                     f"{fmt(q['edge'], '11.5g'):>11} {fmt(q['outlier'], '11.5g'):>11} {fmt(q['overlap2'], '9.3g'):>9} "
+                     f"{fmt(q['truncation_n'], 'd', '-'):>8} {unb}")
+    if r["delta_star"]:
+        lines.append(f"  method: {r['delta_star'][0]['method']}")
+    return "\n".join(lines)
