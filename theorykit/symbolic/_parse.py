@@ -182,7 +182,7 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
     if len(stripped) > _MAX_LEN:
         raise ParseError(f"{what} is too long ({len(stripped)} characters, at most {_MAX_LEN})")
     if "__" in stripped or re.search(r"[;\n\\`$@]", stripped):
-        raise ParseError(f"{what} {text!r}: forbidden characters (dunder names, ';', newlines, backslashes)")
+        raise ParseError(f"{what} {_short(text)}: forbidden characters (dunder names, ';', newlines, backslashes)")
     depth = _bracket_depth(stripped)
     if depth > _MAX_DEPTH:
         raise ParseError(f"{what} {_short(text)}: nested too deeply ({depth} levels of brackets, at most {_MAX_DEPTH})")
@@ -190,17 +190,17 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
     try:
         tree = ast.parse(stripped, mode="eval")
     except SyntaxError as e:
-        raise ParseError(f"{what} {text!r}: syntax error at column {e.offset}") from None
+        raise ParseError(f"{what} {_short(text)}: syntax error at column {e.offset}") from None
     try:
         expr = _Builder(symbols, text, what).build(tree)
     except ParseError:
         raise
     except (RecursionError, MemoryError):
-        raise ParseError(f"{what} {text!r}: too deeply nested") from None
+        raise ParseError(f"{what} {_short(text)}: too deeply nested") from None
     except Exception as e:  # SymPy refused to build the object (e.g. Max of complex values)
-        raise ParseError(f"{what} {text!r}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise ParseError(f"{what} {_short(text)}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     if not isinstance(expr, sp.Basic):
-        raise ParseError(f"{what} {text!r}: not an expression")
+        raise ParseError(f"{what} {_short(text)}: not an expression")
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise ParseError(f"{what} {_short(text)}: it contains an infinite or undefined constant (e.g. a division by "
                          "zero)")

@@ -297,7 +297,7 @@ def loss(spec) -> Loss:
         return Loss(name, presets.LOSSES[name](**params))
     expr = parse_expression(str(spec), {"y": cv.Y, "yhat": cv.YHAT}, what="loss")
     if not expr.has(cv.YHAT):
-        raise TheorykitError(f"loss {spec!r} does not depend on yhat")
+        raise TheorykitError(f"loss {_clip(spec)} does not depend on yhat")
     return Loss(str(spec).strip(), expr)
 
 
@@ -317,7 +317,7 @@ def link(spec) -> Link:
         symbols = {"z": cv.Z, "eps": cv.EPS}
         for i in names:
             if int(i) < 1 or int(i) > 16:
-                raise TheorykitError(f"link {text!r}: latent index z{i} out of range (z1..z16)")
+                raise TheorykitError(f"link {_clip(text)}: latent index z{i} out of range (z1..z16)")
             symbols[f"z{int(i)}"] = cv.z_symbol(int(i))
         expr = parse_expression(text, symbols, what="link")
         label = text.strip()
@@ -376,3 +376,9 @@ def preprocessing(spec) -> Preprocessing:
         return spec
     expr = parse_expression(str(spec), {"y": cv.Y, "delta": DELTA}, what="preprocessing")
     return Preprocessing(str(spec).strip(), expr)
+
+
+def _clip(text, n: int = 60) -> str:
+    """repr of a user's text cut to about n characters (a one-line error stays readable)."""
+    r = repr(text)
+    return r if len(r) <= n else f"{r[:n]}... ({len(str(text))} characters)"
