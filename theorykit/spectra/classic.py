@@ -35,7 +35,7 @@ from scipy import optimize
 
 from .._checks import check_number
 from ..errors import TheorykitError
-from ..symbolic.admissible import check_preprocessing
+from ..symbolic.admissible import check_preprocessing, sup_on_rays
 from ..symbolic.ingredients import Link, link as make_link, preprocessing as make_preprocessing
 
 __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "spectral_law", "hessian_law", "bulk_edge", "outlier",
@@ -288,16 +288,7 @@ def spectral_law(link, T, delta, level: int = 0) -> SpectralLaw:
     if not L.noisy and len(z) % 2 == 0 and np.array_equal(z, -z[::-1]) and np.array_equal(y, y[::-1]):
         h = len(z) // 2  # even link on mirror-symmetric nodes: fold z -> |z| (halves the cost, exact)
         wl, Zl, Vl = 2 * w[h:], Z[h:], z[h:] ** 2
-    with np.errstate(all="ignore"):
-        Z_ext = Tp.numpy(y_ext, delta)
-    ok = np.isfinite(Z_ext)
-    Z_ext, r_ok = Z_ext[ok], r_ext[ok]
-
-    def sup_within(R):
-        sel = r_ok <= R
-        return float(Z_ext[sel].max()) if np.any(sel) else -math.inf
-
-    s6 = sup_within(1e6)
+    s6, = sup_on_rays(Tp, delta, y_ext, r_ext, (1e6,))
     tau = max(float(Z.max()), s6)
     notes = []
     if not L.noisy:  # refine a sup attained at a finite point

@@ -98,6 +98,15 @@ def support(L: Link):
     return y, y_ext[ok], np.linalg.norm(outer, axis=1)[ok]
 
 
+def sup_on_rays(Tp: Preprocessing, delta: float, y_ext, r_ext, radii) -> list:
+    """sup of T(y, delta) over the ray points of radius <= R, for each R in radii (-inf where none is finite)."""
+    with np.errstate(all="ignore"):
+        Z_ext = Tp.numpy(y_ext, delta)
+    ok = np.isfinite(Z_ext)
+    Z_ext, r_ok = Z_ext[ok], np.asarray(r_ext)[ok]
+    return [float(Z_ext[r_ok <= R].max()) if np.any(r_ok <= R) else -np.inf for R in radii]
+
+
 def check_preprocessing(link, T, delta) -> float:
     """Refuse an inadmissible T (module docstring) with one line; return sup T over the support set (> 0)."""
     L = make_link(link)
@@ -106,16 +115,7 @@ def check_preprocessing(link, T, delta) -> float:
     y, y_ext, r_ext = support(L)
     check_poles(Tp, delta, np.unique(np.concatenate([y, y_ext])))
     Z = Tp(y, delta)  # finite on the support, else Preprocessing's own one-line error
-    with np.errstate(all="ignore"):
-        Z_ext = Tp.numpy(y_ext, delta)
-    ok = np.isfinite(Z_ext)
-    Z_ext, r_ok = Z_ext[ok], r_ext[ok]
-
-    def sup_within(R):
-        sel = r_ok <= R
-        return float(Z_ext[sel].max()) if np.any(sel) else -np.inf
-
-    s4, s6 = sup_within(1e4), sup_within(1e6)
+    s4, s6 = sup_on_rays(Tp, delta, y_ext, r_ext, (1e4, 1e6))
     if s6 - s4 > 1e-3 * max(1.0, abs(s6)):
         raise TheorykitError(f"preprocessing T(y) = {Tp.expr} appears unbounded above on the support of y (sup over "
                              f"|z| <= 1e4: {s4:.6g}, <= 1e6: {s6:.6g}); the top eigenvalue then diverges with n: use a "
