@@ -123,6 +123,11 @@ def _check_kernel_memory(T: int, m: int, k: int = 1, procs: int = 1):
                              f"{fmt_bytes(MEMORY_FRACTION * phys)}): lower steps")
 
 
+#: a replica averages over its own paths: fewer than this is no average (and thousands of one-path replicas cost
+#: thousands of solves for nothing)
+MIN_PATHS_PER_REPLICA = 2
+
+
 def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None, delta: Optional[float] = None,
          eta=None,
          steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None,
@@ -204,6 +209,9 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         etas = np.full(steps, eta)
     paths = _check_int("paths", paths, 2)
     replicas = _check_int("replicas", replicas, 2)
+    if paths // replicas < MIN_PATHS_PER_REPLICA:  # paths is the total over replicas
+        raise TheorykitError(f"paths = {paths} over replicas = {replicas} leaves {paths // replicas} path(s) per "
+                             f"replica (at least {MIN_PATHS_PER_REPLICA}): raise paths or lower replicas")
     seed = _check_int("seed", seed, 0)
     if not (isinstance(jitter, (int, float)) and 0 <= jitter < 1e-3):
         raise TheorykitError(f"jitter must be in [0, 1e-3), got {jitter!r}")

@@ -207,6 +207,6 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
     for c in expr.atoms(sp.Rational, sp.Float):
         if not c.is_finite or abs(c) >= _MAX_MAGNITUDE or \
                 (c.is_Rational and abs(c.q) >= _MAX_MAGNITUDE):
-            raise ParseError(f"{what} {_short(text)}: a constant in it is too large "
-                             f"(at most {_MAX_DIGITS} digits, |c| < 1e{_MAX_DIGITS})")
+            raise ParseError(f"{what} {_short(text)}: a constant in it is too large or has too many digits "
+                             f"(|c| < 1e{_MAX_DIGITS}, at most {_MAX_DIGITS} digits: {sp.N(c, 6)})")
     return fn.stabilise(sp.sympify(expr))
