@@ -40,6 +40,37 @@ def test_constant_D_is_marchenko_pastur(delta, c):
     assert F[1] == pytest.approx(mid, abs=1e-4)
 
 
+@pytest.mark.parametrize("delta", [1.0, 1.5, 2.0])
+def test_a_kernel_is_the_exact_marchenko_pastur_atom(delta):
+    """ReLU with square loss: D = sigma'(u)^2 = 1{u > 0}, 0 on half the samples.  H = (1/n) sum_{D_i = 1} x_i x_i^T is
+    (1/2) x an MP matrix of n/2 samples: ratio c = 2/delta, an atom 1 - 1/c at 0 when c >= 1, continuous part on
+    (1/2)(1 -+ sqrt(c))^2 (closed forms, no code of ours).  Before the kernel case the continuation ran away (raised)."""
+    law = HessianLaw.from_samples(np.array([0.0, 1.0]), np.array([1.0, 1.0]), delta)
+    p = hessian_prediction(law)
+    c = 2.0 / delta
+    a, b = 0.5 * (1 - math.sqrt(c)) ** 2, 0.5 * (1 + math.sqrt(c)) ** 2
+    assert p.edge_case == "atom" and p.edge == 0.0 and p.outliers == () and p.margin <= 0
+    assert p.atom_mass == pytest.approx(max(0.0, 1 - 1 / c), abs=1e-12)
+    lam = np.linspace(a, b, 7)[1:-1]
+    _, rho = hessian_density(law, lam)
+    # MP density of W = (1/n') X^T X (d x d, ratio c = d/n') is sqrt((b'-x)(x-a'))/(2 pi c x); here H = W/2
+    exact = 2 * np.sqrt((b - lam) * (lam - a)) / (2 * math.pi * c * lam)  # rho_H(l) = 2 rho_W(2 l)
+    np.testing.assert_allclose(rho, exact, rtol=1e-5)
+    F = eigenvalue_counting(law, [0.0, 0.5 * (a + b), b + 0.1])
+    assert F[0] == pytest.approx(p.atom_mass, abs=1e-12)
+    assert F[2] == pytest.approx(1.0, abs=3e-3)
+    # the default density grid starts above the atom, and the finite-d spectrum has the kernel
+    lam_d, rho_d = hessian_density(law, points=6)
+    assert lam_d[0] > 0 and np.all(np.isfinite(rho_d))
+    rng = np.random.default_rng(1)
+    d = 400
+    n = int(delta * d)
+    X = rng.standard_normal((n, d))
+    keep = rng.random(n) < 0.5
+    ev = np.linalg.eigvalsh(X[keep].T @ X[keep] / n)
+    assert int((ev < 1e-9).sum()) == pytest.approx(p.atom_mass * d, abs=0.1 * d)
+
+
 def test_ridge_shifts_everything():
     law = HessianLaw.from_samples(f_bounded(X_GH), X_GH, 4.0, weights=W_GH)
     law_r = HessianLaw.from_samples(f_bounded(X_GH), X_GH, 4.0, weights=W_GH, ridge=0.3)
@@ -196,3 +227,29 @@ def test_bad_laws_are_one_line_errors(bad, msg):
     args.update(bad)
     with pytest.raises(TheorykitError, match=msg):
         HessianLaw.from_samples(args.pop("D"), args.pop("zeta"), args.pop("delta"), **args)
+
+
+@pytest.mark.parametrize("m, delta", [(1, 1.5), (2, 2.0)])
+def test_relu_kernel_through_the_dmft_law_matches_the_finite_d_hessian(m, delta):
+    """The whole chain for a kinked sigma where H is singular: DMFT law at t = 2 -> kernel mass (an atom at 0, the
+    bottom of the spectrum, case "atom") against the number of zero eigenvalues of the constrained-GD Hessian at
+    d = 300 (dense).  ReLU: D = 1{u > 0} (m = 1), rank one (m = 2).  The hessian command used to fail here ("the real
+    continuation did not reach the edge")."""
+    import theorykit as tk
+    from theorykit.referee import dense_hessian, simulate
+    from theorykit.referee.gd import training_data
+    from theorykit.thresholds import law_at
+
+    pr = tk.Problem("relu", "phase-retrieval", "square", m, delta=delta, eta=0.5, steps=2)
+    law = law_at(tk.dmft(pr, keep_law_at=[2], bias_check=False, paths=8192, replicas=2), 2)
+    p = hessian_prediction(law)
+    assert p.edge_case == "atom" and p.edge == 0.0 and p.outliers == () and p.margin <= 0
+    assert 0.1 < p.atom_mass < 0.5
+    d = 300
+    sim = simulate(pr, d=d, seed=0, constrained=True, n_test=1)
+    X, y = training_data(pr, d, 0)
+    ev = np.linalg.eigvalsh(dense_hessian(X, pr.network.evaluate(X @ sim.theta, y), 0.0))
+    zeros = int((np.abs(ev) < 1e-9 * np.abs(ev).max()).sum())
+    # the finite-d kernel is m d - rank, rank = the sum of the n samples' ranks: binomial sd <= sqrt(n)/2
+    assert zeros == pytest.approx(p.atom_mass * m * d, abs=3 * math.sqrt(delta * d) / 2 + 2)
+    assert ev[0] > -1e-9 * np.abs(ev).max()

@@ -4,7 +4,8 @@
   arguments, forbidden syntax, unknown names), deep nesting and huge constants, as an activation, a link, a loss and
   a spectral preprocessing: it returns an expression or refuses with one line (TheorykitError), never anything else,
   and quickly; ``hermite`` runs on generated activations end to end.
-* Every numeric option of every command (hermite, link, derive, simulate, sweep, spectral, dmft) gets values drawn
+* Every numeric option of every command (hermite, link, derive, simulate, sweep, spectral, dmft, hessian,
+  threshold) gets values drawn
   from NaN, inf, negatives, zero, huge numbers, non-integers, integers and text: the command exits 0 with JSON that
   parses strictly (no NaN/Infinity tokens), or exits 2 with exactly one line on stderr -- never an internal error
   (exit 1), a traceback or a hang.
@@ -273,6 +274,40 @@ def test_derive_numeric_options(option, value, width):
     base = {"--width": str(width)}
     base[option] = value
     check(options(["derive", "--activation", "relu", "--loss", "square", "--json"], base), "derive: numeric options")
+
+
+HESSIAN_OPTIONS = ["--delta", "--eta", "--ridge", "--t", "--d", "--points", "--hessian-k", "--paths", "--replicas",
+                   "--seed", "--width"]
+
+
+@budget(6, 150)
+@given(option=st.sampled_from(HESSIAN_OPTIONS), value=values(), d=st.sampled_from([None, 12, 20]),
+       delta=st.sampled_from(["1.5", "2", "3"]))
+def test_hessian_numeric_options(option, value, d, delta):
+    """ReLU phase retrieval (kinked; D = 0 on half the samples, so H has a kernel at delta <= 2)."""
+    base = {"--delta": delta, "--eta": "0.5", "--t": "1", "--paths": "256", "--replicas": "2", "--points": "3"}
+    if d is not None:
+        base["--d"] = str(d)
+    if option in ("--d", "--paths", "--points", "--t") and value.strip().isdigit() and 200 < int(value) < 10 ** 7:
+        value = base.get(option, "1")  # valid but minutes long (a d = 10^5 simulation): not this property's subject
+    base[option] = value
+    check(options(["hessian", "--activation", "relu", "--link", "phase-retrieval", "--json"], base),
+          "hessian: numeric options")
+
+
+THRESHOLD_OPTIONS = ["--eta", "--ridge", "--t", "--d", "--n", "--points", "--refine", "--paths", "--replicas",
+                     "--seed", "--delta-range"]
+
+
+@budget(4, 60)
+@given(option=st.sampled_from(THRESHOLD_OPTIONS), value=values())
+def test_threshold_numeric_options(option, value):
+    base = {"--eta": "1", "--t": "0", "--paths": "256", "--replicas": "2", "--points": "3", "--refine": "1"}
+    if option in ("--paths", "--points", "--t", "--refine") and value.strip().isdigit() and 8 < int(value) < 10 ** 7:
+        value = base[option]  # valid but minutes long: not this property's subject
+    base[option] = value
+    check(options(["threshold", "--activation", "gelu", "--link", "sign-symmetric", "--loss", "logistic", "--json"],
+                  base), "threshold: numeric options")
 
 
 SWEEP_SEEDS = ["0", "-1", "1.5", "nan", "inf", "", ",", "1,1", "1,2", "2", "10000000000000", "1e3", "x", "2**3",

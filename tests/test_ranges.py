@@ -158,3 +158,15 @@ def test_every_option_has_help_and_each_command_an_example(command):
     assert not missing, missing
     assert sub.epilog and sub.epilog.startswith(f"example: theorykit {command} ")
     assert "example: theorykit" in sub.format_help()
+
+
+@pytest.mark.parametrize("order", [47, 128, 370])
+def test_dmft_accepts_every_usable_gauss_hermite_order(order):
+    """--order is accepted up to the largest usable rule (370): the latent check compares against min(8 order, 370)
+    nodes (it used to ask for 8 x order and refuse order > 46 with 'got 1024' for --order 128)."""
+    rc, out, err = run_cli(["dmft", "--activation", "gelu", "--link", "phase-retrieval", "--delta", "4", "--eta", "1",
+                            "--steps", "1", "--paths", "512", "--replicas", "2", "--order", str(order), "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["status"] == "ok"
+    refused(["dmft", "--activation", "gelu", "--link", "phase-retrieval", "--delta", "4", "--eta", "1", "--steps", "1",
+             "--order", "371"], "371")

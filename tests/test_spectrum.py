@@ -219,3 +219,20 @@ def test_spike_start_picks_the_lowest_single_sample_spikes(m):
     ref = (X[idx][:, :, None] * U[idx, None, :, 0]).reshape(4, -1).T
     assert S.shape == (7 * m, 4)
     assert np.allclose(np.abs(np.sum(S * ref, axis=0)), np.linalg.norm(ref, axis=0) ** 2)  # equal up to sign
+
+
+@pytest.mark.parametrize("n, d", [(1200, 1000), (1900, 1000)])
+def test_lanczos_converges_on_a_singular_relu_hessian(n, d):
+    """ReLU with square loss: D_i = 1{u_i > 0}, so H has a kernel of dimension ~ d - n/2 (more than k eigenvalues at
+    exactly 0) or, at n/2 ~ d, a hard edge with gaps ~1e-6 ||H||.  Degenerate Ritz values are tested as a cluster
+    (Kato-Temple with the block residual), and the float32 phase stops when it stalls; before, both failed after
+    5000 matvecs.  The eigenvalues agree with the dense solver."""
+    pr = tk.Problem("relu", "phase-retrieval", "square", 1, delta=n / d, eta=0.5, steps=0)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    der = pr.network.evaluate(X @ (rng.standard_normal((d, 1)) / np.sqrt(d)), X[:, 0] ** 2)
+    hb = hessian_bottom(X, der, k=10)
+    ev = np.linalg.eigvalsh(dense_hessian(X, der, 0.0))[:10]
+    scale = float(np.abs(ev).max()) + 1.0
+    np.testing.assert_allclose(hb.eigenvalues, ev, atol=1e-9 * scale)
+    assert hb.matvecs < 5000

@@ -12,7 +12,8 @@ JSON keys: t, edge, density {lambda, rho}, outliers [{lambda, overlap2, negative
 truncation_n, D_tail, simulated (null without --d; else {t, eigenvalues, overlap2, hard_weight, d, n, constrained,
 seed, method, status}), settings, seconds; also spikes (with --d: [{lambda_min_D, lambda}], lowest D first, lambda
 null when the spike falls inside the bulk) and spikes_from (which samples), outliers_from, margin (null when the
-link has no hard direction), edge_case, method, notes, law {source, paths}, problem.  Every value that is not finite
+link has no hard direction), edge_case ("fold", "domain" or "atom"), atom_mass (the kernel of H: an atom at lambda =
+ridge), method, notes, law {source, paths}, problem.  Every value that is not finite
 is null (theorykit.cli.to_json, which lists them under "non_finite").
 """
 import math
@@ -163,7 +164,8 @@ def run(args) -> dict:
         out["spikes"] = spikes
         out["spikes_from"] = spikes_from
     out["outliers_from"] = getattr(pred, "outliers_from", "law")
-    out.update({"margin": pred.margin, "edge_case": pred.edge_case, "method": pred.method, "notes": notes,
+    out.update({"margin": pred.margin, "edge_case": pred.edge_case, "atom_mass": pred.atom_mass,
+                "method": pred.method, "notes": notes,
                 "law": {"source": law.source, "paths": int(len(law.weights))}, "problem": problem.to_dict()})
     out["seconds"] = time.perf_counter() - t0
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
@@ -219,6 +221,8 @@ def text(r) -> str:
              + f"; {s['paths']} DMFT paths in {s['replicas']} replicas, {r['seconds']:.1f} s",
              f"  left edge of the bulk: {fmt(r['edge'], '.8g')}   ({r['edge_case']})"
              + (f"   margin {fmt(r['margin'], '.4g')}" if r["margin"] is not None else "")]
+    if r.get("atom_mass"):
+        lines.append(f"  kernel: an atom of mass {fmt(r['atom_mass'], '.4g')} at lambda = ridge (H is singular)")
     if r["outliers"]:
         for j, o in enumerate(r["outliers"]):
             lines.append(f"  hard outlier {j + 1}: lambda = {fmt(o['lambda'], '.8g')}, overlap^2 = "

@@ -159,11 +159,13 @@ def eig_ok(pred, fin):
     return abs(pred - fin) <= max(0.03 * abs(fin), 0.005)
 
 
+# the cache's settings are what a row depends on (not the number of seeds: a job's key names its seed, so more seeds
+# extend the same cache)
 def part_a(args, rows, md, cases):
     jobs = [{"key": f"{s}|{dl}|{t}|{args.d}|{seed}", "setting": s, "delta": dl, "t": t, "d": args.d, "seed": seed}
             for s, dl, t in cases for seed in range(args.seeds)]
     df = run_jobs(jobs, _worker, os.path.join(args.cache, "hessian_finite_d.csv"), COLUMNS,
-                  settings={"d": args.d, "seeds": args.seeds, "k": K_EIG}, processes=args.processes,
+                  settings={"d": args.d, "k": K_EIG}, processes=args.processes,
                   json_columns=JSON_COLUMNS, label="finite-d Hessians")
     failed = df.attrs["summary"]["failed"]
     if failed:
@@ -288,7 +290,7 @@ def part_b(args, rows, md, cases):
             jobs = [{"key": f"{s}|{dl}|{t}|{d}|{seed}", "setting": s, "delta": dl, "t": t, "d": d, "seed": seed}
                     for dl in grid for seed in range(args.seeds)]
             df = run_jobs(jobs, _worker, os.path.join(args.cache, f"hessian_crossing_{d}.csv"), COLUMNS,
-                          settings={"d": d, "seeds": args.seeds, "k": K_EIG}, processes=args.processes,
+                          settings={"d": d, "k": K_EIG}, processes=args.processes,
                           json_columns=JSON_COLUMNS, label=f"crossing d={d}")
             by_seed = {}  # seed -> {delta: below-edge overlap^2}; a cache may hold a ragged set of seeds
             for dl in grid:

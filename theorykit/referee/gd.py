@@ -349,14 +349,32 @@ def _hessian_function():
     return hessian_bottom
 
 
+#: hessian_method "auto" falls back to the dense eigensolver up to this md when Lanczos does not converge
+HESSIAN_DENSE_FALLBACK_MAX = 6000
+
+
 def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
-    if method == "auto":
-        method = "dense" if X.shape[1] * derivs.F.shape[1] <= HESSIAN_DENSE_MAX else "lanczos"
-    hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method=method)
+    """The bottom eigenpairs at one step.  "auto": dense for md <= HESSIAN_DENSE_MAX, else Lanczos; and dense again
+    when Lanczos does not converge and md <= HESSIAN_DENSE_FALLBACK_MAX (a bottom cluster far closer than ||H||, as at
+    the hard edge of a nearly singular Hessian: ReLU's D is 0 on half the samples), recorded in the method."""
+    from ..errors import TheorykitError
+
+    md = X.shape[1] * derivs.F.shape[1]
+    auto = method == "auto"
+    if auto:
+        method = "dense" if md <= HESSIAN_DENSE_MAX else "lanczos"
+    note = ""
+    try:
+        hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method=method)
+    except TheorykitError as e:
+        if not (auto and method == "lanczos" and md <= HESSIAN_DENSE_FALLBACK_MAX and "did not converge" in str(e)):
+            raise
+        hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method="dense")
+        note = " (auto: Lanczos did not converge, dense instead)"
     ev = np.asarray(hs.eigenvalues, dtype=float)
     ov = np.zeros_like(ev) if hs.hard_overlap2 is None else np.asarray(hs.hard_overlap2, dtype=float)
     hw = float(np.sum(ov)) if hs.hard_weight is None else float(hs.hard_weight)
-    return {"eigenvalues": ev, "hard_overlap2": ov, "hard_weight": hw, "method": str(hs.method)}
+    return {"eigenvalues": ev, "hard_overlap2": ov, "hard_weight": hw, "method": str(hs.method) + note}
 
 
 def _population_test_loss(net, lk, M_hist, gram_hist):

@@ -142,6 +142,8 @@ BASIS_BYTES = 2 ** 28
 #: the float32 phase stops at max(tol, TOL32): float32 products carry errors ~1e-7 ||H||, so smaller residuals need
 #: float64 products
 TOL32 = 1e-10
+#: the float32 phase also stops when its worst wanted residual has not halved in this many block steps
+ROUGH_STALL = 40
 
 #: bytes of X per row chunk in the fused product: the chunk is read from memory once and re-read from cache
 CHUNK_BYTES = 2 ** 21
@@ -404,17 +406,31 @@ def _orthonormalise_against(W: np.ndarray, Q: np.ndarray, drop: float = 1e-8) ->
 
 def _ritz_converged(theta: np.ndarray, rn: np.ndarray, tol: float, scale: float, slack: float = 1.0) -> np.ndarray:
     """Residual test for Ritz pairs: ||r|| <= sqrt(tol) ||H|| and the eigenvalue error bound
-    min(||r||, ||r||^2 / gap) <= tol ||H|| (gap = distance to the nearest other Ritz value: Kato-Temple)."""
-    th = np.asarray(theta)
+    min(||r||, ||R_c||^2 / gap_c) <= tol ||H|| (Kato-Temple for clusters): Ritz values whose residual balls overlap
+    form a cluster c (a degenerate eigenvalue, e.g. the kernel of a singular Hessian, gives Ritz values closer than
+    their residuals), ||R_c|| is the cluster's block residual (the root sum of squares of its residuals) and gap_c
+    the distance from the cluster to the nearest Ritz value outside it."""
+    th = np.asarray(theta, dtype=float)
     p = len(rn)
-    if len(th) > 1:
-        dist = np.abs(th[:p, None] - th[None, :])
-        dist[np.arange(p), np.arange(p)] = np.inf
-        gap = dist.min(axis=1)
-    else:
-        gap = np.full(p, np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        err = np.where(gap > 0, np.minimum(rn, rn ** 2 / np.where(gap > 0, gap, 1.0)), rn)
+    r_all = np.zeros(len(th))
+    r_all[:p] = rn
+    order = np.argsort(th, kind="stable")
+    label = np.empty(len(th), int)
+    c = 0
+    for j, i in enumerate(order):
+        if j and th[i] - th[order[j - 1]] > r_all[i] + r_all[order[j - 1]]:
+            c += 1
+        label[i] = c
+    err = np.asarray(rn, dtype=float).copy()
+    for lab in np.unique(label[:p]):
+        inside = label == lab
+        outside = th[~inside]
+        if not len(outside):
+            continue
+        gap = float(np.min(np.abs(outside[:, None] - th[inside][None, :])))
+        R2 = float(np.sum(r_all[inside] ** 2))
+        mine = np.flatnonzero(inside[:p])
+        err[mine] = np.minimum(err[mine], R2 / gap)
     return (rn <= slack * np.sqrt(tol) * scale) & (err <= slack * tol * scale)
 
 
@@ -484,8 +500,14 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
         rn = np.linalg.norm(R, axis=0)
         done = _ritz_converged(theta, rn, tol, scale)
         full = cur >= md
-        if rough and ((p >= k and np.all(done[:k])) or full or state["matvecs"] >= max_matvecs):
-            return theta[:p], Y, rn, state["matvecs"], scale
+        if rough:
+            worst = float(rn[:k].max())
+            hist = state.setdefault("worst", [])
+            hist.append(worst)
+            # stagnation: float32 products stop the residuals from falling further (no halving in ROUGH_STALL steps)
+            stalled = len(hist) > ROUGH_STALL and min(hist[-ROUGH_STALL:]) > 0.5 * min(hist[:-ROUGH_STALL])
+            if (p >= k and np.all(done[:k])) or full or state["matvecs"] >= max_matvecs or stalled:
+                return theta[:p], Y, rn, state["matvecs"], scale
         if (p >= k and np.all(done[:k])) or full:
             # re-check the wanted pairs with a fresh product (guards against drift in the stored AQ)
             Yk = Y[:, :k]
@@ -536,9 +558,11 @@ def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
         return lam, vec, res, matvecs
     # float32 Krylov does all the work; then ONE float64 product on the lowest Ritz vectors, Rayleigh-Ritz in
     # float64 and the convergence test on those float64 residuals
+    # at most half the budget: where float32 cannot meet the test (a bottom cluster closer than float32's ~1e-7 ||H||
+    # allows, e.g. gaps of 5e-5 ||H||), float64 Lanczos must still have room to finish from the float32 Ritz vectors
     _, Y, _, matvecs, scale = _block_lanczos(lambda Q: op.apply(Q, single=True), md, k, max(tol, TOL32), b,
-                                             max_dim=max_dim, max_matvecs=mmax, rng=rng, start=start, rough=True,
-                                             first=first)
+                                             max_dim=max_dim, max_matvecs=max(mmax // 2, 1), rng=rng, start=start,
+                                             rough=True, first=first)
     op.release_single()  # the float32 copy is not needed any more
     Y = _orthonormalise_against(Y, Y[:, :0])
     AY = op.apply(Y)

@@ -52,7 +52,8 @@ from .._checks import check_int, check_number
 from ..errors import TheorykitError
 
 __all__ = ["HessianLaw", "HessianPrediction", "Outlier", "hessian_prediction", "hessian_density",
-           "eigenvalue_counting", "tail_diagnostics", "single_sample_spikes", "split_spikes", "expected_extremes"]
+           "eigenvalue_counting", "tail_diagnostics", "single_sample_spikes", "split_spikes", "expected_extremes",
+           "kernel_mass"]
 
 #: eta at the end of the density polish, relative to the law's scale
 ETA_FINAL = 1e-7
@@ -512,9 +513,10 @@ class _Curve:
         self.pts[tau] = (s, float(lam), ds, dlam)
         return s, float(lam), ds, dlam, S, g
 
-    def march(self, tau0: float, ratio: float = 1.5, max_steps: int = 400):
-        """From tau0 upward until dlambda/dtau < 0 (fold) or the domain ends; returns (list of taus solved, status)
-        with status "fold" or "domain"."""
+    def march(self, tau0: float, ratio: float = 1.5, max_steps: int = 400, tau_max: float = math.inf):
+        """From tau0 upward until dlambda/dtau < 0 (fold), the domain ends, or tau passes tau_max; returns (list of
+        taus solved, status) with status "fold", "domain" or "atom" (tau_max passed: used when H has a kernel,
+        :func:`kernel_mass`, and lambda(tau) rises to 0 as S grows without bound)."""
         taus = []
         tau, h = tau0, ratio
         res = self.solve(tau)
@@ -524,6 +526,8 @@ class _Curve:
         for _ in range(max_steps):
             if res[3] < 0:
                 return taus, "fold"
+            if tau > tau_max:
+                return taus, "atom"
             nxt = tau * h
             r2 = self.solve(nxt)
             if r2 is None:
@@ -533,6 +537,7 @@ class _Curve:
                 continue
             tau, res = nxt, r2
             taus.append(tau)
+            h = 1.0 + min(ratio - 1.0, 2.0 * (h - 1.0))  # a failed solve halved the step: let it grow back
         raise TheorykitError("hessian: the real continuation did not reach the edge (law too heavy-tailed?)")
 
 
@@ -556,8 +561,10 @@ class Outlier:
 class HessianPrediction:
     """The bottom of the Hessian's spectrum predicted from a :class:`HessianLaw`.
 
-    edge: left edge of the bulk (ridge included); edge_case: "fold" (the real solution turns: square-root edge) or
-    "domain" (the curve ends where I + D S/delta becomes singular: the edge is set by the law's minimum); outliers:
+    edge: left edge of the bulk (ridge included); edge_case: "fold" (the real solution turns: square-root edge),
+    "domain" (the curve ends where I + D S/delta becomes singular: the edge is set by the law's minimum) or "atom"
+    (every D >= 0 and H has a kernel: the bottom of the spectrum is the atom at the ridge, of mass atom_mass);
+    outliers:
     hard outliers below the edge, lowest first; margin: minus the smallest eigenvalue of Phi(lambda) - lambda I at the
     edge (> 0 iff a hard outlier exists); S_edge (m, m); unbounded: the law's tail verdict (True: no left edge as
     n -> infinity; None: undecided); truncation_n; D_tail: the tail diagnostic; method: which solver (classic scalar
@@ -579,6 +586,7 @@ class HessianPrediction:
     notes: tuple = field(default_factory=tuple)
     spikes: tuple = ()  # predicted single-sample eigenvalues of a truncated law's expected extremes (None: in the bulk)
     outliers_from: str = "law"  # "law", or "with extremes" (the truncated law plus its expected extremes as atoms)
+    atom_mass: float = 0.0  # mass of the kernel of H - ridge I (kernel_mass): an atom of the spectrum at the ridge
 
     @property
     def has_outlier(self) -> bool:
@@ -589,7 +597,8 @@ class HessianPrediction:
                 "margin": self.margin, "S_edge": np.asarray(self.S_edge).tolist(), "delta": self.delta, "m": self.m,
                 "kH": self.kH, "unbounded": self.unbounded, "truncation_n": self.truncation_n,
                 "D_tail": self.D_tail, "method": self.method, "evaluations": self.evaluations,
-                "notes": list(self.notes), "spikes": list(self.spikes), "outliers_from": self.outliers_from}
+                "notes": list(self.notes), "spikes": list(self.spikes), "outliers_from": self.outliers_from,
+                "atom_mass": self.atom_mass}
 
 
 def _check_law(law) -> HessianLaw:
@@ -659,10 +668,41 @@ def _scalar(law: HessianLaw, unb, notes) -> HessianPrediction:
                              tuple(notes + list(p.notes)))
 
 
+def kernel_mass(law: HessianLaw) -> float:
+    """The fraction of the md eigenvalues of H - ridge I that are exactly 0: H is a sum of n terms of rank
+    rank(D_i), so its rank is at most n E[rank D] and the kernel has mass at least max(0, 1 - delta E[rank D]/m)
+    (docs/theory.md §4).  ReLU's D = sigma'(u)^2 l'' is 0 on half of the samples, so at delta <= 2 (m = 1) its
+    Hessian is singular; with invertible D this is the Marchenko-Pastur atom 1 - delta at delta < 1."""
+    mass = 1.0 - _rank_ratio(law)
+    return float(mass) if mass > 1e-12 else 0.0
+
+
+def _rank_ratio(law: HessianLaw) -> float:
+    """delta E[rank D] / m: at most 1 means rank(H - ridge I) < md (H singular) as n, d -> infinity."""
+    law = _check_law(law)
+    ev = np.linalg.eigvalsh(law.D) if law.m > 1 else law.D[:, 0, :]
+    rank = (np.abs(ev) > 1e-12 * law.scale).sum(axis=1)
+    return law.delta * float(law.weights @ rank) / law.m
+
+
+def _psd(law: HessianLaw) -> bool:
+    return bool(float(law.lam_min_D.min()) >= -1e-12 * law.scale)
+
+
+#: in the kernel case the march stops once tr S passes this multiple of m / scale (lambda is then 0 to ~1e-9)
+ATOM_TAU = 1e9
+
+
 def _edge(curve: _Curve, law: HessianLaw):
-    """(tau_e, case, taus marched) for the curve of this law."""
+    """(tau_e, case, taus marched) for the curve of this law.  Case "atom": every D_i >= 0 and H has a kernel
+    (:func:`kernel_mass`); lambda(tau) then rises to 0 without turning, and the bottom of the spectrum is the atom at
+    0 (the ridge)."""
     sc = law.scale
-    taus, status = curve.march(law.m / (100.0 * sc + 1e-300))
+    atom = _psd(law) and _rank_ratio(law) <= 1.0 + 1e-9
+    taus, status = curve.march(law.m / (100.0 * sc + 1e-300),
+                               tau_max=ATOM_TAU * law.m / sc if atom else math.inf)
+    if status == "atom":
+        return float(taus[-1]), "atom", taus
     if status == "fold":
         a, b = taus[-2] if len(taus) > 1 else taus[0] / 2, taus[-1]
         if curve.solve(a) is None or curve.solve(a)[3] <= 0:
@@ -688,6 +728,8 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
         mu_e = mu(tau_e)
         margin = float(-mu_e[0])
         count = int((mu_e < 0).sum())
+        if case == "atom":  # H >= 0 with a kernel: nothing lies below the atom at 0
+            margin, count = min(margin, 0.0), 0
         for j in range(count):
             lo = None
             for t in taus:
@@ -714,10 +756,16 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
     if case == "domain":
         notes.append("the real curve ends where I + D S/delta becomes singular before it turns: the edge is set "
                      "by the law's lowest D")
+    atom = kernel_mass(law)
+    if case == "atom":
+        lam_e = 0.0  # the limit of lambda(tau) as tau -> infinity (docs/theory.md §4)
+        notes.append(f"every D_i >= 0 and delta E[rank D]/m = {_rank_ratio(law):.6g} <= 1: H has a kernel of "
+                     f"mass {atom:.6g} (an atom at lambda = ridge), which is the bottom of the spectrum; no "
+                     "eigenvalue lies below it")
     method = (f"m x m continuation of the real S below the bulk (tau = tr S, bordered Newton; edge: {case}) on "
               f"{law.source}")
     return HessianPrediction(float(lam_e + law.ridge), case, tuple(outs), margin, core.mat(s_e), law.delta, m, kH,
-                             unb, law.truncation_n, law.tail, method, curve.evals, tuple(notes))
+                             unb, law.truncation_n, law.tail, method, curve.evals, tuple(notes), atom_mass=atom)
 
 
 # --------------------------------------------------------------------------------------------------- density
@@ -757,16 +805,21 @@ def _stieltjes(core: _Core, lams: np.ndarray, S0: np.ndarray, eta_final: float):
 def hessian_density(law: HessianLaw, lambdas=None, points: int = 200, eta: float = ETA_FINAL, chunk: int = 16):
     """The bulk density rho(lambda) = (1/(m pi)) Im tr S(lambda + i eta) with eta = ``eta`` x the law's scale
     (default 1e-7: the polished limit, not a smoothing).  lambdas: where (ridge included); default ``points``
-    points from the left edge to the right edge, denser near the left edge.  Returns (lambdas, rho) arrays."""
+    points from the left edge to the right edge, denser near the left edge.  Returns (lambdas, rho) arrays.  The
+    kernel of H (:func:`kernel_mass`, an atom at lambda = ridge) is not part of rho: its pole -mass/z is removed
+    from S before taking the imaginary part (with a kernel, the default grid starts just above the atom)."""
     law = _check_law(law)
     core = _Core(law)
     sc = law.scale
+    atom = kernel_mass(law)
     if lambdas is None:
         points = check_int("points", points, 2)
         lo = hessian_prediction(law, solver="continuation" if law.m > 1 or law.kH != 1 else "auto").edge
         hi = -hessian_prediction(_replace(law, D=-law.D, ridge=0.0, tail=None), solver="continuation").edge \
             + law.ridge
         s = np.linspace(0.0, 1.0, points)
+        if _psd(law) and _rank_ratio(law) <= 1.0 + 1e-9:
+            s = np.linspace(1.0 / points, 1.0, points)  # not on the atom itself
         lambdas = lo + (hi - lo) * s ** 2
     lam = np.asarray(lambdas, dtype=float).ravel()
     if not np.all(np.isfinite(lam)):
@@ -780,7 +833,10 @@ def hessian_density(law: HessianLaw, lambdas=None, points: int = 200, eta: float
         if not np.all(ok):
             raise TheorykitError("hessian density: complex Newton did not converge at lambda = "
                                  f"{float(lam[i:i + chunk][~ok][0]):.6g}")
-        rho[i:i + chunk] = np.imag(np.trace(S, axis1=1, axis2=2)) / (law.m * math.pi)
+        im = np.imag(np.trace(S, axis1=1, axis2=2)) / law.m
+        if atom > 0:  # (1/m) tr S(z) = int dmu(x)/(x - z): the atom contributes -atom/z
+            im = im - atom * (eta * sc) / (xl * xl + (eta * sc) ** 2)
+        rho[i:i + chunk] = im / math.pi
     return lam, np.maximum(rho, 0.0)
 
 
@@ -788,7 +844,8 @@ def eigenvalue_counting(law: HessianLaw, lambdas, edge: Optional[float] = None, 
     """The bulk's counting function: the fraction of the md eigenvalues at or below each lambda (ridge included),
     integral of the density from the left edge (lambda = edge + s^2; Gauss-Legendre in s, ``nodes`` per interval
     between consecutive requested points).  Outliers and single-sample spikes are O(1) eigenvalues and not counted.
-    With delta < 1 and invertible D an atom of mass 1 - delta at lambda = ridge is added."""
+    The kernel of H (:func:`kernel_mass`, e.g. 1 - delta for delta < 1 and invertible D) is added as an atom at
+    lambda = ridge."""
     law = _check_law(law)
     lam = np.asarray(lambdas, dtype=float).ravel()
     if edge is None:
@@ -813,8 +870,9 @@ def eigenvalue_counting(law: HessianLaw, lambdas, edge: Optional[float] = None, 
         contrib = np.concatenate(nodes_w) * rho
         per = np.bincount(np.concatenate(owner), weights=contrib, minlength=len(ls))
         out = np.cumsum(per)
-    if law.delta < 1:
-        out = out + np.where(ls >= law.ridge, 1.0 - law.delta, 0.0)
+    atom = kernel_mass(law)
+    if atom > 0:
+        out = out + np.where(ls >= law.ridge, atom, 0.0)
     res = np.empty_like(out)
     res[order] = out
     return res
