@@ -24,3 +24,21 @@ def test_quick_hessian_table(tmp_path):
     assert len(two["dmft_outliers"]) == 2 and len(two["finite_outliers"]) == 2
     none = [r for r in rows if r["setting"] == "pr-relu"][0]
     assert none["dmft_outliers"] == []
+
+
+def test_the_march_does_not_jump_branches_over_the_fold():
+    """A finite-d sample law (GeLU phase retrieval, m = 2, delta = 40, t = 50, d = 1000, seed 5) on which a long march
+    step landed on another solution of F = 0 with the same tr S, skipping the fold: the edge came out at -0.0491
+    instead of -0.0452, and the outlier's root bracket then failed ('the real continuation of S failed').  The edge
+    must be the first fold (lambda rises up to it along the march), the outlier within 3% of the finite-d one."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from theorykit.compare.hessian_check import finite_d_job, match_outliers
+
+    with threadpool_limits(1):  # the failing run was single-threaded (the validation's workers)
+        row = finite_d_job("pr-gelu-m2", 40.0, 50, 1000, 5)
+    assert row["law_edge"] == pytest.approx(-0.04516, abs=2e-4)
+    lam_f, ov_f = match_outliers(row["law_outliers"], row["eig"], row["eig_overlap2"])
+    assert np.allclose(row["law_outliers"], lam_f, rtol=0.03)
+    assert np.allclose(row["law_overlap2"], ov_f, atol=0.05)

@@ -53,7 +53,7 @@ SPECTRUM_CASES = [
     ("bounded", 9.0, 0), ("bounded", 9.0, 50), ("bounded", 12.0, 200),
     ("pr-gelu", 10.0, 0), ("pr-gelu", 40.0, 50), ("pr-gelu", 40.0, 200),
     ("pr-x2", 6.0, 0), ("pr-x2", 15.0, 50),
-    ("pr-relu", 10.0, 0), ("pr-relu", 30.0, 50),
+    ("pr-relu", 10.0, 0), ("pr-relu", 30.0, 50), ("pr-relu", 1.5, 50),  # delta = 1.5: H singular (kernel ~ 1/4)
     ("pr-gelu-m2", 20.0, 0), ("pr-gelu-m2", 40.0, 0), ("pr-gelu-m2", 40.0, 50),
     ("bounded-m2", 12.0, 50),
 ]

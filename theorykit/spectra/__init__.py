@@ -4,9 +4,9 @@ its law of (D, zeta) from the DMFT or from a finite-d sample, through this same 
 from .classic import (SpectralLaw, SpectralPrediction, Threshold, bulk_edge, hessian_law, outlier, spectral_law,
                       spectral_prediction, spectral_start, spectral_threshold)
 from .hessian import (HessianLaw, HessianPrediction, Outlier, eigenvalue_counting, expected_extremes, hessian_density,
-                      hessian_prediction, single_sample_spikes, split_spikes, tail_diagnostics)
+                      hessian_prediction, kernel_mass, single_sample_spikes, split_spikes, tail_diagnostics)
 
 __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "bulk_edge", "hessian_law", "outlier", "spectral_law",
            "spectral_prediction", "spectral_threshold", "spectral_start", "HessianLaw", "HessianPrediction", "Outlier",
            "eigenvalue_counting", "expected_extremes", "hessian_density", "hessian_prediction", "single_sample_spikes",
-           "split_spikes", "tail_diagnostics"]
+           "kernel_mass", "split_spikes", "tail_diagnostics"]

@@ -423,11 +423,13 @@ class _Core:
             return bool(s > 0 and (1.0 + self.D[:, 0, 0] * s / dl).min() > 0)
         if self.m == 2:
             s0, s1, s2 = S[0, 0], S[0, 1], S[1, 1]
-            if not (s0 > 0 and s0 * s2 - s1 * s1 > 0):
+            det = s0 * s2 - s1 * s1
+            if not (s0 > 0 and det > 0):
                 return False
-            tr = (self.d0 * s0 + 2 * self.d1 * s1 + self.d2 * s2) / dl
-            a = 1.0 + tr + self.detD * (s0 * s2 - s1 * s1) / (dl * dl)
-            return bool(a.min() > 0 and (2.0 + tr).min() > 0)
+            # det(I + D S/delta) > 0 and tr(I + D S/delta) > 0, as one (2, 5) x (5, N) product over the rows of Q
+            coef = np.array([[1.0, s0 / dl, 2 * s1 / dl, s2 / dl, det / (dl * dl)],
+                             [2.0, s0 / dl, 2 * s1 / dl, s2 / dl, 0.0]])
+            return bool((coef @ self._Q).min() > 0)
         ev, U = np.linalg.eigh(S)
         if ev[0] <= 0:
             return False
@@ -462,6 +464,21 @@ class _Curve:
         B[p, :p] = self.c.diag
         return B
 
+    def at(self, tau: float):
+        """:meth:`solve` at a tau inside the marched range (an edge, a root), never None: when the tangent predictor
+        of the nearest solved point fails, in 8 geometric sub-steps from that point; else a one-line error."""
+        res = self.solve(tau)
+        if res is None and self.pts:
+            near = min(self.pts, key=lambda t0: abs(math.log(t0 / tau)))
+            for t in np.geomspace(near, tau, 9)[1:]:
+                res = self.solve(float(t))
+                if res is None:
+                    break
+        if res is None:
+            raise TheorykitError(f"hessian: the real continuation of S failed at tr S = {tau:.6g} inside the marched "
+                                 "range")
+        return res
+
     def solve(self, tau: float, start=None):
         """(s, lam, ds, dlam, S, g) at tau, or None when Newton fails or leaves the domain."""
         if tau in self.pts:
@@ -481,9 +498,9 @@ class _Curve:
                 lam = float(np.trace(self.c.Eg(self.c.g(S))[0] - _inv(S)[0])) / self.m
         else:
             s, lam = start
-        for it in range(60):
-            if not self.c.in_domain(self.c.mat(s)):
-                return None
+        if not self.c.in_domain(self.c.mat(s)):
+            return None
+        for it in range(60):  # every accepted step below stays in the domain (damped), so s is in it here
             R, S, g = self._residual(s, lam, tau)
             if not np.all(np.isfinite(R)):
                 return None
@@ -498,6 +515,8 @@ class _Curve:
             t = 1.0  # damp to stay in the domain
             while t > 1e-6 and not self.c.in_domain(self.c.mat(s + t * step[:-1])):
                 t *= 0.5
+            if t <= 1e-6 and not self.c.in_domain(self.c.mat(s + t * step[:-1])):
+                return None
             s, lam = s + t * step[:-1], lam + t * step[-1]
         else:
             return None
@@ -512,6 +531,20 @@ class _Curve:
         ds, dlam = tang[:-1], float(tang[-1])
         self.pts[tau] = (s, float(lam), ds, dlam)
         return s, float(lam), ds, dlam, S, g
+
+    @staticmethod
+    def _same_branch(tau, res, nxt, r2) -> bool:
+        """Whether the solution at nxt continues the one at tau (for m >= 2, F = 0 with tr S fixed has several
+        solutions, and a long step may land on another, skipping the fold: seen on a finite-d sample law, GeLU phase
+        retrieval, m = 2, delta = 40, t = 50, where lambda fell from -0.0458 to -0.0492 with dlambda/dtau > 0 at both
+        ends).  Rejects when lambda decreased although it was increasing at both ends, or when S lies farther from the
+        tangent predictor than half its change."""
+        s0, lam0, ds0, dl0 = res[0], res[1], res[2], res[3]
+        s1, lam1, dl1 = r2[0], r2[1], r2[3]
+        if dl0 > 0 and dl1 > 0 and lam1 < lam0:
+            return False
+        pred = s0 + ds0 * (nxt - tau)
+        return bool(np.linalg.norm(s1 - pred) <= 0.5 * np.linalg.norm(s1 - s0) + 1e-12 * np.linalg.norm(s1))
 
     def march(self, tau0: float, ratio: float = 1.5, max_steps: int = 400, tau_max: float = math.inf):
         """From tau0 upward until dlambda/dtau < 0 (fold), the domain ends, or tau passes tau_max; returns (list of
@@ -530,6 +563,9 @@ class _Curve:
                 return taus, "atom"
             nxt = tau * h
             r2 = self.solve(nxt)
+            if r2 is not None and not self._same_branch(tau, res, nxt, r2):
+                self.pts.pop(nxt, None)  # Newton landed on another solution with tr S = nxt: a shorter step
+                r2 = None
             if r2 is None:
                 h = 1.0 + (h - 1.0) / 2
                 if h - 1.0 < 1e-10:
@@ -680,7 +716,12 @@ def kernel_mass(law: HessianLaw) -> float:
 def _rank_ratio(law: HessianLaw) -> float:
     """delta E[rank D] / m: at most 1 means rank(H - ridge I) < md (H singular) as n, d -> infinity."""
     law = _check_law(law)
-    ev = np.linalg.eigvalsh(law.D) if law.m > 1 else law.D[:, 0, :]
+    if law.m == 2:  # closed-form eigenvalues (numpy's batched eigvalsh costs as much as the whole solve)
+        a, b, c = law.D[:, 0, 0], law.D[:, 0, 1], law.D[:, 1, 1]
+        h = np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        ev = np.stack([0.5 * (a + c) - h, 0.5 * (a + c) + h], axis=1)
+    else:
+        ev = np.linalg.eigvalsh(law.D) if law.m > 1 else law.D[:, 0, :]
     rank = (np.abs(ev) > 1e-12 * law.scale).sum(axis=1)
     return law.delta * float(law.weights @ rank) / law.m
 
@@ -707,7 +748,7 @@ def _edge(curve: _Curve, law: HessianLaw):
         a, b = taus[-2] if len(taus) > 1 else taus[0] / 2, taus[-1]
         if curve.solve(a) is None or curve.solve(a)[3] <= 0:
             raise TheorykitError("hessian: lost the fold of the real continuation")
-        tau_e = optimize.brentq(lambda t: curve.solve(t)[3], a, b, xtol=1e-14 * b, rtol=1e-13, maxiter=200)
+        tau_e = optimize.brentq(lambda t: curve.at(t)[3], a, b, xtol=1e-14 * b, rtol=1e-13, maxiter=200)
         return float(tau_e), "fold", taus
     return float(taus[-1]), "domain", taus
 
@@ -716,13 +757,13 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
     core = _Core(law)
     curve = _Curve(core)
     tau_e, case, taus = _edge(curve, law)
-    s_e, lam_e, ds_e, dl_e, S_e, g_e = curve.solve(tau_e)
+    s_e, lam_e, ds_e, dl_e, S_e, g_e = curve.at(tau_e)
     kH, m = law.kH, law.m
     outs = []
     margin = -math.inf
     if kH:
         def mu(t):
-            s, lam, _, _, _, g = curve.solve(t)
+            s, lam, _, _, _, g = curve.at(t)
             return np.linalg.eigvalsh(core.Phi(g)[0] - lam * np.eye(kH * m))
 
         mu_e = mu(tau_e)
@@ -739,7 +780,7 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
                 notes.append(f"outlier {j + 1}: no bracket on the marched curve")
                 continue
             tj = optimize.brentq(lambda t: mu(t)[j], lo, tau_e, xtol=1e-14 * tau_e, rtol=1e-13, maxiter=200)
-            s, lam, ds, dlam, S, g = curve.solve(tj)
+            s, lam, ds, dlam, S, g = curve.at(tj)
             P = core.Phi(g)[0] - lam * np.eye(kH * m)
             ev, U = np.linalg.eigh(P)
             a = U[:, j]
@@ -894,7 +935,7 @@ def single_sample_spikes(law: HessianLaw, D_extreme, n: Optional[int] = None):
     tau_e, case, taus = _edge(curve, law)
 
     def det_min(t, Di):
-        S = core.mat(curve.solve(t)[0])
+        S = core.mat(curve.at(t)[0])
         ev, U = np.linalg.eigh(S)
         R = (U * np.sqrt(ev)) @ U.T
         return float(np.linalg.eigvalsh(np.eye(law.m) + R @ Di @ R / law.delta)[0])
@@ -909,7 +950,7 @@ def single_sample_spikes(law: HessianLaw, D_extreme, n: Optional[int] = None):
             out.append(None)
             continue
         t = optimize.brentq(det_min, lo, tau_e, args=(Di,), xtol=1e-14 * tau_e, rtol=1e-13, maxiter=200)
-        out.append(float(curve.solve(t)[1] + law.ridge))
+        out.append(float(curve.at(t)[1] + law.ridge))
     return out
 
 
