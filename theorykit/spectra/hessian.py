@@ -556,12 +556,16 @@ class _Curve:
         if res is None:
             raise TheorykitError("hessian: could not start the real continuation of S below the bulk")
         taus.append(tau)
+        prev = None
         for _ in range(max_steps):
             if res[3] < 0:
                 return taus, "fold"
             if tau > tau_max:
                 return taus, "atom"
             nxt = tau * h
+            if prev is not None and prev[1] > res[3] > 0:  # dlambda/dtau falling: cap the step at twice the secant
+                fold = tau + res[3] * (tau - prev[0]) / (prev[1] - res[3])  # estimate of the fold (fewer jumps)
+                nxt = min(nxt, tau + 2.0 * (fold - tau))
             r2 = self.solve(nxt)
             if r2 is not None and not self._same_branch(tau, res, nxt, r2):
                 self.pts.pop(nxt, None)  # Newton landed on another solution with tr S = nxt: a shorter step
@@ -571,6 +575,7 @@ class _Curve:
                 if h - 1.0 < 1e-10:
                     return taus, "domain"
                 continue
+            prev = (tau, res[3])
             tau, res = nxt, r2
             taus.append(tau)
             h = 1.0 + min(ratio - 1.0, 2.0 * (h - 1.0))  # a failed solve halved the step: let it grow back
