@@ -33,6 +33,8 @@ BIG_CONSTANT = "x+" + "9" * 1500
     (["hermite", "x*1e400"], "too large"),
     (["hermite", "(10**40)**2*x"], "too large"),
     (["derive", "--activation", "gelu", "--loss", "square", "--width", "40"], "--width <= 16"),
+    (["derive", "--activation", "relu", "--loss", "square", "--a=0/0"], "not a number"),  # campaign: ZeroDivisionError
+    (["derive", "--activation", "relu", "--loss", "square", "--b=1/0"], "not a number"),
 ])
 def test_bad_input_one_line(capsys, argv, needle):
     t0 = time.monotonic()

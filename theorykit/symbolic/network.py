@@ -44,7 +44,7 @@ def _number(it, name: str) -> sp.Expr:
     else:
         try:
             v = sp.nsimplify(sp.Rational(str(it).strip()))
-        except (TypeError, ValueError, SyntaxError):
+        except (TypeError, ValueError, SyntaxError, ZeroDivisionError, OverflowError):  # '0/0', '1/0': Fraction raises
             raise TheorykitError(f"--{name}: {it!r} is not a number") from None
     if not isinstance(v, sp.Expr) or not v.is_number:
         raise TheorykitError(f"--{name}: {it!r} is not a number")
