@@ -221,13 +221,20 @@ def _replace(law: HessianLaw, **kw) -> HessianLaw:
     return replace(law, **kw)
 
 
-def _lam_min(D: np.ndarray) -> np.ndarray:
+def _eigvals(D: np.ndarray) -> np.ndarray:
+    """(N, m) eigenvalues of each D_i, ascending (closed form for m <= 2: numpy's batched eigvalsh costs as much as a
+    whole m = 2 solve)."""
     if D.shape[1] == 1:
-        return D[:, 0, 0].copy()
+        return D[:, 0, :].copy()
     if D.shape[1] == 2:
         a, b, c = D[:, 0, 0], D[:, 0, 1], D[:, 1, 1]
-        return 0.5 * (a + c) - np.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return np.linalg.eigvalsh(D)[:, 0]
+        h = np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        return np.stack([0.5 * (a + c) - h, 0.5 * (a + c) + h], axis=1)
+    return np.linalg.eigvalsh(D)
+
+
+def _lam_min(D: np.ndarray) -> np.ndarray:
+    return _eigvals(D)[:, 0]
 
 
 # ----------------------------------------------------------------------------------------------- tail diagnostic
@@ -721,13 +728,7 @@ def kernel_mass(law: HessianLaw) -> float:
 def _rank_ratio(law: HessianLaw) -> float:
     """delta E[rank D] / m: at most 1 means rank(H - ridge I) < md (H singular) as n, d -> infinity."""
     law = _check_law(law)
-    if law.m == 2:  # closed-form eigenvalues (numpy's batched eigvalsh costs as much as the whole solve)
-        a, b, c = law.D[:, 0, 0], law.D[:, 0, 1], law.D[:, 1, 1]
-        h = np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        ev = np.stack([0.5 * (a + c) - h, 0.5 * (a + c) + h], axis=1)
-    else:
-        ev = np.linalg.eigvalsh(law.D) if law.m > 1 else law.D[:, 0, :]
-    rank = (np.abs(ev) > 1e-12 * law.scale).sum(axis=1)
+    rank = (np.abs(_eigvals(law.D)) > 1e-12 * law.scale).sum(axis=1)
     return law.delta * float(law.weights @ rank) / law.m
 
 
