@@ -441,6 +441,10 @@ def default_wall_limit() -> float:
     return WALL_LIMIT
 
 
+#: after the wall-clock limit, the alarm repeats at this interval until the body has stopped
+ALARM_REPEAT = 0.25
+
+
 class _Alarm(BaseException):
     """Raised by the SIGALRM handler; a BaseException so that no `except Exception` on the way swallows it."""
 
@@ -467,8 +471,10 @@ def wall_clock_limit(seconds: Optional[float], what: str, hint: str = "--wall-li
     old = signal.signal(signal.SIGALRM, handler)
     _active.on = True
     try:
-        # armed inside the try: a limit so short that the alarm fires at once still ends in the one-line error
-        signal.setitimer(signal.ITIMER_REAL, float(seconds))
+        # armed inside the try: a limit so short that the alarm fires at once still ends in the one-line error.  It
+        # repeats every ALARM_REPEAT s: an alarm raised where Python ignores exceptions (a __del__, a GC callback) is
+        # lost, and a single one left a deep SymPy simplify running for good (a hung CI run)
+        signal.setitimer(signal.ITIMER_REAL, float(seconds), ALARM_REPEAT)
         yield
     except _Alarm:
         raise TimeLimitError(f"{what} did not finish within {seconds:g} s (raise the limit with {hint})") from None
