@@ -29,7 +29,10 @@ except ImportError:  # hypothesis is a test extra: the property tests then fail 
     settings = None
 else:
     _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-    settings.register_profile("fast", max_examples=FAST_EXAMPLES, **_common)
+    # the fast profile is derandomized: the default run (and CI) tries the same examples every time, so it cannot
+    # pass or fail by the luck of the draw (a fresh clone once drew a valid but minutes-long simulate); the slow
+    # profile draws fresh examples for the campaign
+    settings.register_profile("fast", max_examples=FAST_EXAMPLES, derandomize=True, **_common)
     settings.register_profile("slow", max_examples=SLOW_EXAMPLES, **_common)
     settings.load_profile("fast")
 
