@@ -30,7 +30,7 @@ from ..errors import TheorykitError
 from ..problem import Problem
 from ..runner import run_jobs
 from ..spectra.hessian import HessianLaw, eigenvalue_counting, hessian_prediction, split_spikes
-from ..thresholds import law_at
+from ..thresholds import THRESHOLD_DIRECT_FROM_T, law_at
 from .tables import fmt, log, md_table, now, regenerate_command, write_table
 
 #: the dense spectrum (for counts) is computed when md is at most this
@@ -65,7 +65,7 @@ THRESHOLD_CASES = [("bounded", 0, (4.0, 5.0, 6.0, 7.0, 8.0, 9.0)), ("bounded", 5
 
 #: from this t on the DMFT runs with direct Jacobian responses (on fewer paths): Stein's responses drift there for
 #: phase retrieval (GeLU, delta = 40: Theta^T Theta at t = 200 is 2.53 with Stein's responses, 1.71 direct, GD 1.65)
-DIRECT_FROM_T = 100
+DIRECT_FROM_T = THRESHOLD_DIRECT_FROM_T  # the same rule as thresholds.delta_star
 DIRECT_PATHS = 16384
 
 

@@ -357,7 +357,7 @@ def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
     """The bottom eigenpairs at one step.  "auto": dense for md <= HESSIAN_DENSE_MAX, else Lanczos; and dense again
     when Lanczos does not converge and md <= HESSIAN_DENSE_FALLBACK_MAX (a bottom cluster far closer than ||H||, as at
     the hard edge of a nearly singular Hessian: ReLU's D is 0 on half the samples), recorded in the method."""
-    from ..errors import TheorykitError
+    from .hessian import LanczosNotConverged
 
     md = X.shape[1] * derivs.F.shape[1]
     auto = method == "auto"
@@ -366,8 +366,8 @@ def _hessian(hessian_bottom, X, derivs, ridge, hard_dirs, k_eig, method):
     note = ""
     try:
         hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method=method)
-    except TheorykitError as e:
-        if not (auto and method == "lanczos" and md <= HESSIAN_DENSE_FALLBACK_MAX and "did not converge" in str(e)):
+    except LanczosNotConverged:
+        if not (auto and method == "lanczos" and md <= HESSIAN_DENSE_FALLBACK_MAX):
             raise
         hs = hessian_bottom(X, derivs, k=k_eig, ridge=ridge, hard_dirs=hard_dirs, method="dense")
         note = " (auto: Lanczos did not converge, dense instead)"

@@ -142,6 +142,10 @@ BASIS_BYTES = 2 ** 28
 #: the float32 phase stops at max(tol, TOL32): float32 products carry errors ~1e-7 ||H||, so smaller residuals need
 #: float64 products
 TOL32 = 1e-10
+class LanczosNotConverged(TheorykitError):
+    """Block Lanczos used its product budget without meeting the convergence test (the input was fine)."""
+
+
 #: the float32 phase also stops when its worst wanted residual has not halved in this many block steps
 ROUGH_STALL = 40
 
@@ -526,7 +530,7 @@ def _block_lanczos(apply, md: int, k: int, tol: float, block: int, max_dim: int,
             add(_orthonormalise_against(Y, Q[:, :0]))
             continue
         if state["matvecs"] >= max_matvecs:
-            raise TheorykitError(f"hessian_bottom: Lanczos did not converge in {state['matvecs']} matvecs "
+            raise LanczosNotConverged(f"hessian_bottom: Lanczos did not converge in {state['matvecs']} matvecs "
                                  f"(worst residual {rn[:k].max():.2e} vs ||H|| ~ {scale:.2e}, tol {tol:.1e}); "
                                  "raise max_matvecs or tol, or use method='dense'")
         W = R[:, np.flatnonzero(~done)[:b]]  # at most b new directions per step, lowest unconverged first
