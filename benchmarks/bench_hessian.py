@@ -11,20 +11,11 @@ tol defaults to 1e-8: the final float64 test guarantees |lambda error| <= 10 tol
 residuals ~1e-5, so eigenvectors match eigh to 1 - |<v, v_dense>| ~ 1e-10 and hard overlaps to ~2e-7.  tol = 1e-10
 (hessian_bottom's default) overshoots the goal: 187 instead of 164 products, ~25% slower.
 
-Measured (2 shared cores, AMD EPYC, OpenBLAS; medians of 5-9 runs, quiet machine, six sessions): lanczos
-0.45-0.52 s (164 matvecs = 16 passes over X: one of 32 vectors, 14 of <= 10, one float64 pass of 10),
-numpy.linalg.eigh 9.8-11.3 s, dense build 3.1-3.8 s: speed-up over eigh 20.3x, 20.4x, 21.6x, 22.3x, 22.7x, 25.1x;
-over build + eigh 27.7-32.8x; bottom eigenvalue |diff| 4.8e-11.  One float32 block product of 10 vectors costs
-17-20 ms, so the 164 products account for ~0.30 s and the rest (~0.16-0.2 s) is the float32 copy of X, the basis
-work of Lanczos (Rayleigh-Ritz, orthogonalisation) and the float64 check.  The code before this benchmark's issue
-(two-matmul products with a per-column D_apply loop, float32 phase followed by a fresh float64 Lanczos, 298
-matvecs) took 1.1-1.4 s in the same sessions (8-9x).  With --compare (same sessions): float64-only block Lanczos 0.90 s;
-eigsh which="SA" 3.8 s (96 single-vector products); eigsh "LA" on sigma I - H 6.8 s; lobpcg 7.2 s (649 products);
-Chebyshev-filtered subspace iteration (ChFSI, block 16, degree 8) 1.4 s (568 products: a degree-p filter per block
-needs about 3x the products of block Lanczos, whose Krylov space holds the best polynomial for every Ritz vector).
+Measured numbers live in tables/lanczos_bench.md (written by this script with --out, the default) and the
+hand-written tables/lanczos_bench_notes.md (earlier sessions, the alternatives of --compare).
 
     python benchmarks/bench_hessian.py [--d 2000] [--m 2] [--k 10] [--tol 1e-8] [--block B] [--repeats 5]
-                                       [--dense-repeats 1] [--compare] [--no-dense]
+                                       [--dense-repeats 1] [--compare] [--no-dense] [--out tables/lanczos_bench.md]
 """
 from __future__ import annotations
 
@@ -49,7 +40,7 @@ def problem(d: int, m: int, delta: float, seed: int):
     return X, net.evaluate(X @ theta, y)
 
 
-def scipy_variants(X, der, k, tol, ref):
+def scipy_variants(X, der, k, tol, ref, say=print):
     import scipy.sparse.linalg as sla
 
     md = X.shape[1] * der.F.shape[1]
@@ -87,7 +78,7 @@ def scipy_variants(X, der, k, tol, ref):
     label = "lobpcg block 16" + (" (NOT converged)" if caught else "")
     rows.append((label, time.perf_counter() - t, count[0], np.sort(w)[0]))
     for name, sec, mvs, lam0 in rows:
-        print(f"  {name:32s} {sec:8.2f} s  {mvs:5d} matvecs  bottom diff vs dense {abs(lam0 - ref):.2e}")
+        say(f"  {name:32s} {sec:8.2f} s  {mvs:5d} matvecs  bottom diff vs dense {abs(lam0 - ref):.2e}")
 
 
 def chfsi(X, der, k, tol, block=16, degree=8, seed=0):
@@ -162,11 +153,37 @@ def main(argv=None):
     p.add_argument("--dense-repeats", type=int, default=1, help="eigh timings (about 12 s each)")
     p.add_argument("--compare", action="store_true", help="also time eigsh (SA, shifted LA), lobpcg and ChFSI")
     p.add_argument("--no-dense", action="store_true")
+    p.add_argument("--out", default="tables/lanczos_bench.md", help="markdown record of this run ('-': none)")
     args = p.parse_args(argv)
+    lines = []
+
+    def say(*parts):
+        text = " ".join(str(x) for x in parts)
+        print(text, flush=True)
+        lines.append(text)
+
+    try:
+        _run(args, say)
+    finally:
+        if args.out != "-" and lines:
+            import platform
+            import sys
+
+            cmd = "python benchmarks/bench_hessian.py" + ("" if argv is None and len(sys.argv) < 2 else
+                                                          " " + " ".join(sys.argv[1:] if argv is None else argv))
+            with open(args.out, "w") as f:
+                f.write(f"# Finite-d Hessian: Lanczos vs dense eigh\n\nMade by `{cmd}` on {platform.node()} "
+                        f"({os.cpu_count()} cores, Python {platform.python_version()}, NumPy {np.__version__}), "
+                        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.  Generated: regenerating it "
+                        "overwrites it; notes belong in `tables/lanczos_bench_notes.md`.\n\n```\n"
+                        + "\n".join(lines) + "\n```\n")
+
+
+def _run(args, say):
 
     X, der = problem(args.d, args.m, args.delta, args.seed)
     md = args.d * args.m
-    print(f"d = {args.d}, m = {args.m}, md = {md}, n = {X.shape[0]}, k = {args.k}, gelu / square / y = z^2, "
+    say(f"d = {args.d}, m = {args.m}, md = {md}, n = {X.shape[0]}, k = {args.k}, gelu / square / y = z^2, "
           f"tol = {args.tol:g}, load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
     kw = dict(k=args.k, tol=args.tol, hard_dirs=np.eye(args.d)[:, 0], block_size=args.block)
@@ -179,16 +196,16 @@ def main(argv=None):
         spec = hessian_bottom(X, der, **kw)
         times.append(time.perf_counter() - t)
     t_lanczos = float(np.median(times))
-    print(f"lanczos (block Krylov, fused float32 products + one float64 Rayleigh-Ritz): median {t_lanczos:.3f} s of "
+    say(f"lanczos (block Krylov, fused float32 products + one float64 Rayleigh-Ritz): median {t_lanczos:.3f} s of "
           f"{args.repeats} runs ({', '.join(f'{x:.3f}' for x in times)}), {spec.matvecs} matvecs, "
           f"max residual {spec.residuals.max():.1e}; first call in the process {t_first:.3f} s")
     b = args.block or BLOCK_SIZE(args.k)
     unit = product_cost(X, der, b)
-    print(f"  one float32 block product of {b} vectors: {unit * 1e3:.1f} ms -> the {spec.matvecs} matvecs cost at "
+    say(f"  one float32 block product of {b} vectors: {unit * 1e3:.1f} ms -> the {spec.matvecs} matvecs cost at "
           f"least {spec.matvecs / b * unit:.3f} s; the rest ({max(t_lanczos - spec.matvecs / b * unit, 0):.3f} s) is "
           "the float32 copy, the float64 check, Rayleigh-Ritz and orthogonalisation")
-    print("  bottom eigenvalues:", np.array2string(spec.eigenvalues, precision=6))
-    print("  hard overlap^2 (axis 0):", np.array2string(spec.hard_overlap2, precision=4),
+    say("  bottom eigenvalues:", np.array2string(spec.eigenvalues, precision=6))
+    say("  hard overlap^2 (axis 0):", np.array2string(spec.hard_overlap2, precision=4),
           f"hard weight {spec.hard_weight:.4f}")
     if args.no_dense:
         return
@@ -205,21 +222,21 @@ def main(argv=None):
     diff = np.abs(spec.eigenvalues - w[: args.k])
     ov = np.abs(np.einsum("kp,pk->k", spec.eigenvectors.reshape(args.k, -1), V[:, : args.k]))
     hard = np.sum(V[:, : args.k].T.reshape(args.k, args.d, args.m)[:, 0, :] ** 2, axis=1)
-    print(f"dense: build {t_build:.2f} s + numpy.linalg.eigh {t_eigh:.2f} s (median of "
+    say(f"dense: build {t_build:.2f} s + numpy.linalg.eigh {t_eigh:.2f} s (median of "
           f"{', '.join(f'{x:.2f}' for x in eighs)}) = {t_dense:.2f} s")
-    print(f"speed-up over dense eigh alone: {t_eigh / t_lanczos:.1f}x   (over dense build + eigh: "
+    say(f"speed-up over dense eigh alone: {t_eigh / t_lanczos:.1f}x   (over dense build + eigh: "
           f"{t_dense / t_lanczos:.1f}x)   goal >= 20x over eigh")
-    print(f"bottom eigenvalue: lanczos {spec.eigenvalues[0]:.12f}, dense {w[0]:.12f}, |diff| = {diff[0]:.2e} "
+    say(f"bottom eigenvalue: lanczos {spec.eigenvalues[0]:.12f}, dense {w[0]:.12f}, |diff| = {diff[0]:.2e} "
           "(goal <= 1e-6)")
-    print(f"max |diff| over the {args.k} eigenvalues: {diff.max():.2e}; min |<v_lanczos, v_dense>|: {ov.min():.10f}; "
+    say(f"max |diff| over the {args.k} eigenvalues: {diff.max():.2e}; min |<v_lanczos, v_dense>|: {ov.min():.10f}; "
           f"max |hard overlap^2 - dense|: {np.abs(spec.hard_overlap2 - hard).max():.1e}")
     if args.compare:
-        print("alternatives (same product):")
-        scipy_variants(X, der, args.k, args.tol, w[0])
+        say("alternatives (same product):")
+        scipy_variants(X, der, args.k, args.tol, w[0], say)
         for block, degree in ((16, 8), (24, 8)):
             t = time.perf_counter()
             lam, mv = chfsi(X, der, args.k, args.tol, block, degree)
-            print(f"  {f'ChFSI block {block} degree {degree}':32s} {time.perf_counter() - t:8.2f} s  {mv:5d} matvecs  "
+            say(f"  {f'ChFSI block {block} degree {degree}':32s} {time.perf_counter() - t:8.2f} s  {mv:5d} matvecs  "
                   f"bottom diff vs dense {abs(lam[0] - w[0]):.2e}")
 
 

@@ -68,3 +68,58 @@ def test_scan_bad_deltas():
     for bad in ([], [2.0, 2.0], [-1.0], "x"):
         with pytest.raises(tk.TheorykitError):
             tk.dmft_scan(pr, bad, paths=256, replicas=2)
+
+
+@pytest.mark.parametrize("activation, link, loss, width, sampler", [
+    ("gelu", "phase-retrieval", "square", 1, "sobol"),   # smooth, unbounded D, QMC paths
+    ("relu", "phase-retrieval", "square", 1, "sobol"),   # kinked (Stein responses with Dirac terms)
+    ("tanh", "sign-symmetric", "logistic", 2, "sobol"),  # bounded, m = 2
+    ("gelu", "phase-retrieval", "square", 1, "random"),
+])
+def test_a_solve_with_a_horizon_is_the_prefix_of_the_longer_solve(activation, link, loss, width, sampler):
+    # the innovations are drawn to the horizon: solving to 8 steps reproduces the first 8 steps of the solve to 30
+    pr = tk.Problem(activation, link, loss, width, delta=5.0, eta=1.0, steps=30)
+    opts = dict(paths=2048, replicas=2, processes=1, sampler=sampler, bias_check=False, keep_law_at=[8])
+    long = tk.dmft(pr, **opts)
+    short = tk.dmft(pr.replace(steps=8), **opts, horizon=30)
+    assert np.array_equal(short.gram, long.gram[:9]) and np.array_equal(short.M, long.M[:9])
+    assert np.array_equal(short.laws[8].D, long.laws[8].D)
+    assert short.settings["horizon"] == 30
+    if sampler == "sobol":  # without the horizon the scrambled net has fewer dimensions: other paths
+        plain = tk.dmft(pr.replace(steps=8), **opts)
+        assert not np.array_equal(plain.gram, long.gram[:9])
+    with pytest.raises(tk.TheorykitError, match="horizon"):
+        tk.dmft(pr, **opts, horizon=29)
+
+
+def test_without_the_hard_process_the_easy_dynamics_and_laws_are_unchanged():
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=5.0, eta=1.0, steps=12)
+    opts = dict(paths=2048, replicas=2, processes=1, bias_check=False, keep_law_at=[12])
+    full = tk.dmft(pr, **opts)
+    easy = tk.dmft(pr, **opts, hard_process=False)
+    assert np.allclose(easy.gram, full.gram, rtol=1e-9, atol=0)  # one GEMM fewer rows: rounding only
+    assert np.allclose(easy.laws[12].D, full.laws[12].D, rtol=1e-9, atol=1e-9)  # D is O(1)
+    assert np.array_equal(easy.laws[12].zeta, full.laws[12].zeta)
+    assert full.C_mu.shape[1] == 1 and easy.C_mu.shape[1] == 0
+    with pytest.raises(tk.TheorykitError, match="hard_process=False"):
+        easy.success_probability(1000)
+    with pytest.raises(tk.TheorykitError, match="hard_process"):
+        tk.dmft(pr, **opts, hard_process="no")
+
+
+def test_delta_star_refinements_are_the_scan_margin():
+    # delta*(t)'s refinements solve to t only; their margins are those of the full-horizon scan at the same delta
+    from theorykit.thresholds import delta_star, law_at
+    from theorykit.spectra.hessian import hessian_prediction
+
+    pr = tk.Problem("gelu", "sign-symmetric", "logistic", 1, delta=4.0, eta=1.0, steps=6)
+    opts = dict(paths=2048, replicas=2, seed=3)
+    grid = [2.0, 3.0, 4.5, 7.0]
+    res = delta_star(pr, [2, 6], grid, refine=1, **opts)
+    t2 = res[0]
+    assert t2.t == 2 and len(t2.tried) == len(grid) + 1 + 0
+    c, mc = t2.tried[len(grid)]  # the refinement, solved to t = 2
+    assert c not in grid and np.isfinite(mc)
+    full = tk.dmft_scan(pr, grid + [c], bias_check=False, keep_law_at=[2, 6], hard_process=False, **opts)
+    assert hessian_prediction(law_at(full[-1], 2)).margin == pytest.approx(mc, abs=1e-12)
+    assert grid[0] < t2.value < grid[-1] and t2.bracket[0] <= t2.value <= t2.bracket[1]

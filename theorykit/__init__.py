@@ -45,7 +45,7 @@ from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLi
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
                       spectral_start, spectral_threshold, HessianLaw, HessianPrediction, hessian_prediction,
                       hessian_density, eigenvalue_counting)
-from .thresholds import DeltaStar, delta_star
+from .thresholds import DeltaDyn, DeltaNN, DeltaStar, delta_dyn, delta_nn, delta_star
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
 from . import compare
 
@@ -60,4 +60,4 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
            "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare",
            "HessianLaw", "HessianPrediction", "hessian_prediction", "hessian_density", "eigenvalue_counting",
-           "DeltaStar", "delta_star"]
+           "DeltaStar", "delta_star", "DeltaNN", "delta_nn", "DeltaDyn", "delta_dyn"]

@@ -6,7 +6,8 @@ excluded paths united) run to T = max(times), keeping the law of (D, zeta) at ev
 margin (:func:`theorykit.spectra.hessian.hessian_prediction`: minus the smallest eigenvalue of Phi(lambda) - lambda I
 at the edge; > 0 iff a hard outlier exists) at every (delta, t) — so a whole list of t costs one scan, not one per
 t.  For each t the smallest sign change of the margin along the grid is refined by regula falsi (Illinois) with
-further DMFT solves under the same frozen choices and exclusions, and the value reported is the linear
+further DMFT solves under the same frozen choices and exclusions, each run to t only with the innovations drawn to
+T = max(times) (dmft's ``horizon``: exactly the first t steps of the solve to T), and the value reported is the linear
 interpolation of the margin in the final bracket.  Its standard error: the same interpolation on each replica's own
 law (the PathLaw's paths of one replica), spread / sqrt(replicas).
 
@@ -28,7 +29,8 @@ from .errors import TheorykitError
 from .dynamics import dmft, dmft_scan
 from .spectra.hessian import HessianLaw, hessian_prediction
 
-__all__ = ["DeltaStar", "delta_star", "hessian_at", "law_at"]
+__all__ = ["DeltaDyn", "DeltaNN", "DeltaStar", "delta_dyn", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian_at",
+           "law_at"]
 
 #: DMFT paths (total over replicas) of a threshold scan: the validation table's accuracy
 THRESHOLD_PATHS = 16384
@@ -62,12 +64,19 @@ class DeltaStar:
     unbounded: Optional[bool]
     tried: tuple
     method: str
+    D_low: Optional[dict] = None  # the 1e-2 and 1e-3 quantiles of lambda_min(D) of the law at b
 
     def as_dict(self) -> dict:
         return {"t": self.t, "value": self.value, "stderr": self.stderr, "bracket": list(self.bracket),
                 "edge": self.edge, "outlier": self.outlier, "overlap2": self.overlap2,
                 "truncation_n": self.truncation_n, "unbounded": self.unbounded,
-                "tried": [list(p) for p in self.tried], "method": self.method}
+                "tried": [list(p) for p in self.tried], "method": self.method, "D_low": self.D_low}
+
+
+def _low_quantiles(pred) -> Optional[dict]:
+    q = (pred.D_tail or {}).get("quantiles") or {}
+    out = {k: float(q[k]) for k in ("0.01", "0.001") if k in q}
+    return out or None
 
 
 def _truncation(delta: float, d: Optional[int], n: Optional[int]) -> Optional[int]:
@@ -120,14 +129,17 @@ def _check_problem(problem, times):
     if np.asarray(problem.analysis.hard_basis, dtype=float).reshape(problem.link_obj.k, -1).shape[1] == 0:
         raise TheorykitError(f"the link {problem.link!r} has no hard direction: delta*(t) is not defined")
     T = max(ts)
+    if problem.schedule is not None and len(problem.schedule) < T:
+        raise TheorykitError(f"the Problem's schedule has {len(problem.schedule)} steps < max(times) = {T}")
+    return _to_steps(problem, T), ts
+
+
+def _to_steps(problem, T: int):
+    """The Problem run for exactly T steps (its schedule cut at T, or steps = T)."""
     if problem.schedule is not None:
-        if len(problem.schedule) < T:
-            raise TheorykitError(f"the Problem's schedule has {len(problem.schedule)} steps < max(times) = {T}")
-        p = problem.replace(schedule=list(problem.schedule)[:T]) if T > 0 else problem.replace(schedule=None, eta=1.0,
-                                                                                                   steps=0)
-    else:
-        p = problem.replace(steps=T)
-    return p, ts
+        return problem.replace(schedule=list(problem.schedule)[:T]) if T > 0 else problem.replace(schedule=None, eta=1.0,
+                                                                                                     steps=0)
+    return problem.replace(steps=T)
 
 
 def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE, points: int = THRESHOLD_POINTS, d: Optional[int] = None,
@@ -156,7 +168,9 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     grid = sorted(float(x) for x in deltas)
     if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options:
         dmft_options = {**dmft_options, "response": "direct"}
-    opts = dict(paths=paths, replicas=replicas, seed=seed, bias_check=False, keep_law_at=ts, **dmft_options)
+    # the margin needs the laws of (D, zeta) only: no hard process (about a fifth of a long solve)
+    opts = {**dict(paths=paths, replicas=replicas, seed=seed, bias_check=False, keep_law_at=ts, hard_process=False),
+            **dmft_options}
     # the bar counts DMFT scan solves: one per grid delta, then `refine` per requested t
     bar = Progress(len(grid) + refine * len(ts), label="delta_star", unit="DMFT solves") if progress else None
     scan = dmft_scan(p, grid, **opts)
@@ -167,18 +181,25 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     exclude = scan[0].excluded_masks
     solved = {dl: r for dl, r in zip(grid, scan)}
 
-    def solve(dl):
+    T = max(ts)
+
+    def solve(dl, t):
+        # a refinement at (delta, t) solves to t only, with the innovations drawn to T: exactly the first t steps of
+        # the solve to T at that delta (dmft's horizon), so grid and refinement margins are one smooth function
         nonlocal done
-        if dl not in solved:
-            r = dmft(p.replace(delta=dl), **{**opts, **frozen}, exclude=exclude)
+        r = solved.get(dl)
+        if r is None or r.settings["steps"] < t:
+            kept = [s for s in ts if s <= t]
+            r = dmft(_to_steps(p, t).replace(delta=dl), **{**opts, **frozen, "keep_law_at": kept}, exclude=exclude,
+                     horizon=T)
             solved[dl] = r
             done += 1
             if bar:
                 bar.update(done)
-        return solved[dl]
+        return r
 
     def margin(dl, t, replica=None):
-        r = solve(dl)
+        r = solve(dl, t)
         if r.status != "ok" and t not in (r.laws or {}):
             return math.nan
         law = law_at(r, t, d=d, n=n, replica=replica)
@@ -228,18 +249,225 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
                 if math.isfinite(ma) and math.isfinite(mb) and mb != ma:
                     per.append(a - ma * (b - a) / (mb - ma))
             stderr = float(np.std(per, ddof=1) / math.sqrt(len(per))) if len(per) >= 2 else math.nan
-            law = law_at(solve(b), t, d=d, n=n)
+            law = law_at(solve(b, t), t, d=d, n=n)
             pred = hessian_prediction(law)
             o = pred.outliers[0] if pred.outliers else None
             out.append(DeltaStar(t=t, value=float(value), stderr=stderr, bracket=(float(a), float(b)),
                                  edge=float(pred.edge), outlier=(float(o.lam) if o else math.nan),
                                  overlap2=(float(o.overlap2) if o else math.nan), truncation_n=law.truncation_n,
                                  unbounded=pred.unbounded, tried=tuple((float(x), float(y)) for x, y in tried),
+                                 D_low=_low_quantiles(pred),
                                  method=(f"DMFT scan ({len(grid)} deltas, {paths} paths in {replicas} replicas, "
-                                         f"common random numbers) + {refine} regula-falsi solves; margin by "
+                                         f"common random numbers) + {refine} regula-falsi solves to T = t (the "
+                                         f"exact prefix of the solve to T = {T}); margin by "
                                          f"{pred.method.split(' on ')[0]}; value = linear interpolation of the margin "
                                          f"in the bracket; stderr from the per-replica laws ({len(per)} replicas)")))
     finally:
         if bar:
             bar.close(done)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# delta_NN = lim_t delta*(t) (docs/theory.md §5, "delta_NN")
+
+#: convergence rule of delta_NN: the last two increments of delta*(t) on the geometric t grid both below
+#: NN_TOL x delta*(T), and the edge and the 1e-3 quantile of lambda_min(D) (at the bracket's upper end) moved by at
+#: most NN_SETTLE_TOL (relative) over the last increment
+NN_TOL = 0.01
+NN_SETTLE_TOL = 0.05
+#: default geometric t grid of delta_nn: NN_POINTS times from NN_FIRST_T to T
+NN_FIRST_T = 10
+NN_POINTS = 6
+
+
+def geometric_times(T: int, points: int = NN_POINTS, first: int = NN_FIRST_T) -> list:
+    """Integer times on a geometric grid from ``first`` to T (distinct, sorted; T always included)."""
+    T = check_int("T", T, 1)
+    points = check_int("points", points, 2, 200)
+    first = check_int("first", first, 1)
+    if first >= T:
+        raise TheorykitError(f"the geometric t grid needs first = {first} < T = {T}")
+    return sorted({int(round(v)) for v in np.geomspace(first, T, points)} | {T})
+
+
+@dataclass(frozen=True)
+class DeltaNN:
+    """delta_NN with its evidence (docs/theory.md §5).  value: delta*(T) at the grid's last time (a lower bound
+    when not converged: delta*(t) has risen along every measured sequence); criterion: "spectral" (a separated hard
+    outlier of the Hessian at time t); definition and rule: in words; converged: the rule held at the last grid
+    time; sequence: the DeltaStar of every grid time (the answer's evidence, never dropped); increments: delta*(t_k)
+    - delta*(t_{k-1}); unbounded: some law of the sequence has no left edge as n -> infinity (then every value is
+    for the truncation n given and the n -> infinity law has no edge); truncation: {"d": ...} or {"n": ...} or None."""
+
+    value: float
+    stderr: float
+    criterion: str
+    definition: str
+    rule: str
+    converged: bool
+    by_t: int
+    sequence: tuple
+    increments: tuple
+    settled: dict
+    unbounded: Optional[bool]
+    truncation: Optional[dict]
+    note: str
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "stderr": self.stderr, "criterion": self.criterion, "converged": self.converged,
+                "evidence": {"definition": self.definition, "rule": self.rule, "by_t": self.by_t,
+                             "lower_bound": not self.converged,
+                             "sequence": [{"t": q.t, "value": q.value, "stderr": q.stderr, "edge": q.edge,
+                                           "D_low": q.D_low, "truncation_n": q.truncation_n,
+                                           "unbounded": q.unbounded} for q in self.sequence],
+                             "increments": list(self.increments), "settled": self.settled,
+                             "unbounded": self.unbounded, "truncation": self.truncation, "note": self.note}}
+
+
+def _rel_change(a, b) -> float:
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return abs(a - b) / max(abs(a), 1e-12)
+
+
+def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTLE_TOL, d: Optional[int] = None,
+                  n: Optional[int] = None) -> DeltaNN:
+    """delta_NN from a sequence of :class:`DeltaStar` on a t grid (sorted by t; at least 3 times), by the stated
+    rule: converged iff the last two increments |delta*(t_k) - delta*(t_{k-1})| are both <= tol x delta*(t_K) and,
+    over the last increment, the edge and the 1e-3 quantile of lambda_min(D) moved by <= settle_tol (relative).
+    Otherwise "not converged by t = t_K", and the value delta*(t_K) is a lower bound."""
+    seq = sorted(sequence, key=lambda q: q.t)
+    if len(seq) < 3:
+        raise TheorykitError(f"delta_NN needs delta*(t) at >= 3 times of a t grid, got {len(seq)}")
+    tol = check_number("tol", tol, lambda v: 0 < v < 1, "in (0, 1)")
+    settle_tol = check_number("settle_tol", settle_tol, lambda v: 0 < v < 1, "in (0, 1)")
+    vals = [q.value for q in seq]
+    if not all(math.isfinite(v) for v in vals):
+        raise TheorykitError(f"delta*(t) is undefined at t = {[q.t for q, v in zip(seq, vals) if not math.isfinite(v)]}")
+    inc = tuple(float(b - a) for a, b in zip(vals, vals[1:]))
+    last, prev = seq[-1], seq[-2]
+    small = [abs(x) <= tol * abs(last.value) for x in inc[-2:]]
+    q_last = (last.D_low or {}).get("0.001")
+    q_prev = (prev.D_low or {}).get("0.001")
+    settled = {"edge_change": _rel_change(last.edge, prev.edge), "D_q1e-3_change": _rel_change(q_last, q_prev),
+               "increments_small": small}
+    converged = bool(all(small) and settled["edge_change"] <= settle_tol and settled["D_q1e-3_change"] <= settle_tol)
+    unb = (True if any(q.unbounded for q in seq) else (None if any(q.unbounded is None for q in seq) else False))
+    trunc = {"d": d} if d is not None else ({"n": n} if n is not None else None)
+    if unb and trunc is None:
+        note = ("D is unbounded below: the n -> infinity law has no left edge, so delta*(t) of the untruncated law is "
+                "a statement about a law no finite sample has; give d or n for the finite-n threshold")
+    elif unb:
+        note = (f"D is unbounded below: the n -> infinity law has no left edge; these values are for the law "
+                f"truncated at its 1/n quantile with {'n = delta d, d = ' + str(d) if d is not None else 'n = ' + str(n)}")
+    else:
+        note = "D bounded below (or undecided) along the sequence: the law has a left edge at every t"
+    rule = (f"converged iff the last two increments of delta*(t) on the t grid are both <= {tol:g} x delta*(T) and "
+            f"the edge and the 1e-3 quantile of lambda_min(D) moved by <= {settle_tol:g} (relative) over the last "
+            "increment; otherwise 'not converged by t = T' and the value is a lower bound")
+    return DeltaNN(value=float(last.value), stderr=float(last.stderr), criterion="spectral",
+                   definition="delta_NN = lim_t delta*(t), delta*(t) the smallest delta with a hard outlier below the "
+                              "Hessian's bulk at GD time t (docs/theory.md §5)",
+                   rule=rule, converged=converged, by_t=int(last.t), sequence=tuple(seq), increments=inc,
+                   settled=settled, unbounded=unb, truncation=trunc,
+                   note=note + ("" if converged else f"; not converged by t = {last.t}: delta_NN >= {last.value:.4g}"))
+
+
+def delta_nn(problem, T: int, *, times=None, points_t: int = NN_POINTS, first_t: int = NN_FIRST_T,
+             tol: float = NN_TOL, settle_tol: float = NN_SETTLE_TOL, d: Optional[int] = None, n: Optional[int] = None,
+             **delta_star_options) -> DeltaNN:
+    """delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T (:func:`geometric_times`, or ``times``)
+    — one :func:`delta_star` scan serves every t — judged by :func:`delta_nn_from`'s rule.  d or n: the truncation
+    (required in effect where D is unbounded below).  Other options go to :func:`delta_star`."""
+    ts = sorted(set(times)) if times is not None else geometric_times(T, points_t, first_t)
+    if max(ts) != T:
+        raise TheorykitError(f"the t grid must end at T = {T}, got {ts}")
+    seq = delta_star(problem, ts, d=d, n=n, **delta_star_options)
+    return delta_nn_from(seq, tol=tol, settle_tol=settle_tol, d=d, n=n)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The dynamical criterion (docs/theory.md §5, "The dynamical criterion")
+
+
+@dataclass(frozen=True)
+class DeltaDyn:
+    """delta_dyn: the delta where the capture growth rate gamma(delta) = -d ln m*/dT crosses 0 (linear
+    interpolation between the grid's first sign change; stderr from gamma's errors there: se_gamma / |dgamma/ddelta|).
+    value is NaN (null in JSON) when gamma does not change sign on the grid: ``reason`` says which way.  gamma: one
+    entry per delta {"delta", "value", "stderr", "t_range", "points"}; criterion "dynamical"."""
+
+    value: float
+    stderr: float
+    gamma: tuple
+    t_range: tuple
+    criterion: str
+    definition: str
+    reason: Optional[str]
+    method: str
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "stderr": self.stderr, "criterion": self.criterion,
+                "gamma": [dict(g) for g in self.gamma], "t_range": list(self.t_range), "definition": self.definition,
+                "reason": self.reason, "method": self.method}
+
+
+def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **dmft_options) -> DeltaDyn:
+    """gamma(delta) = -d ln m*/dT (:func:`theorykit.dynamics.growth_rate` on :func:`theorykit.dynamics.capture_curve`,
+    one ladder of DMFT runs per delta, each to T = t_range[1]) at every delta of ``deltas``, and delta_dyn where gamma
+    crosses 0.  problem: m = 1, constant steps, no M0 (its delta is replaced); dmft_options: paths, replicas, seed,
+    ... (the same seed at every delta)."""
+    from .dynamics import capture_curve, growth_rate
+
+    try:
+        grid = sorted(float(v) for v in deltas)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"deltas must be a list of numbers, got {deltas!r}") from None
+    if len(grid) < 2 or any(not (math.isfinite(v) and v > 0) for v in grid) or len(set(grid)) != len(grid):
+        raise TheorykitError(f"deltas must be >= 2 distinct positive numbers, got {deltas!r}")
+    try:
+        t1, t2 = (check_int("t_range", v, 0) for v in t_range)
+    except TypeError:
+        raise TheorykitError(f"t_range must be two integers t1 < t2, got {t_range!r}") from None
+    if not t1 + 2 <= t2:
+        raise TheorykitError(f"t_range must satisfy t1 + 2 <= t2, got {t_range!r}")
+    from .dynamics.capture import LADDER_POINTS
+
+    rungs = LADDER_POINTS if m0s is None else len(list(m0s))
+    bar = Progress(len(grid) * rungs, label="delta_dyn", unit="DMFT solves") if progress else None
+    done = [0]
+
+    def tick():
+        done[0] += 1
+        if bar:
+            bar.update(done[0])
+
+    gam = []
+    try:
+        for dl in grid:
+            curve = capture_curve(problem.replace(delta=dl), t2, m0s, on_solve=tick, **dmft_options)
+            g = growth_rate(curve, (t1, t2))
+            gam.append({"delta": dl, "value": g["value"], "stderr": g["stderr"], "t_range": g["t_range"],
+                        "points": g["points"]})
+    finally:
+        if bar:
+            bar.close(done[0])
+    value, se, reason = math.nan, math.nan, None
+    j = next((i for i in range(1, len(gam)) if gam[i - 1]["value"] <= 0 < gam[i]["value"]), None)
+    if j is None:
+        reason = ("gamma > 0 at every delta of the grid: delta_dyn is below it" if gam[0]["value"] > 0 else
+                  "gamma <= 0 at every delta of the grid: delta_dyn is above it")
+    else:
+        a, b = gam[j - 1], gam[j]
+        slope = (b["value"] - a["value"]) / (b["delta"] - a["delta"])
+        value = a["delta"] - a["value"] / slope
+        f = (value - a["delta"]) / (b["delta"] - a["delta"])
+        se = math.sqrt(((1 - f) * a["stderr"]) ** 2 + (f * b["stderr"]) ** 2) / abs(slope)
+    return DeltaDyn(value=float(value), stderr=float(se), gamma=tuple(gam), t_range=(t1, t2), criterion="dynamical",
+                    definition="delta_dyn: where gamma(delta) = -d ln m*/dT crosses 0, m*(T) the smallest initial hard "
+                               "overlap that the nonlinear DMFT captures (cos^2 > 1/2) by the horizon T "
+                               "(docs/theory.md §5)",
+                    reason=reason,
+                    method=f"capture ladder per delta, gamma fitted on t in [{t1}, {t2}] (least squares of ln m*; "
+                           "stderr from the fit's residuals); delta_dyn by linear interpolation of gamma")

@@ -1,6 +1,6 @@
 """theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA --t T [T ...]
 [--n N | --d DIM] [--delta-range LO HI] [--points P] [--paths N] [--replicas R] [--seed S] [--refine K] [--ridge R]
-[--progress] [--json]
+[--nn T_MAX [--nn-points K]] [--dyn T1 T2 [--dyn-deltas D ...]] [--progress] [--json]
 
 delta*(t) (docs/theory.md §5): the smallest delta at which the DMFT state at time t has a hard outlier below the
 Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresholds.delta_star); with --n or --d the
@@ -8,7 +8,10 @@ law at each delta is truncated at its 1/n quantile (n fixed, or n = delta d movi
 
 JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_reason says why), delta_alg_info
 {exact, error, method}, delta_star [{t, value, stderr, edge, outlier, overlap2, truncation_n, bracket, unbounded,
-tried, method}], settings, seconds.  Every value that is not finite is null.  No sign change of the outlier
+tried, method, D_low}], with --nn also delta_nn {value, stderr, criterion, converged, evidence {definition, rule,
+by_t, lower_bound, sequence, increments, settled, unbounded, truncation, note}}, with --dyn also delta_dyn {value,
+stderr, criterion, gamma [{delta, value, stderr, t_range, points}], t_range, definition, reason, method},
+settings, seconds.  Every value that is not finite is null.  No sign change of the outlier
 margin on the grid is an error (exit 2, one line, with the margins tried).
 """
 import time
@@ -24,7 +27,7 @@ def _defaults():
     from .. import thresholds as th  # one set of defaults: delta_star's own
 
     return {"delta_range": th.THRESHOLD_DELTA_RANGE, "points": th.THRESHOLD_POINTS, "paths": th.THRESHOLD_PATHS,
-            "replicas": th.THRESHOLD_REPLICAS, "refine": th.THRESHOLD_REFINE}
+            "replicas": th.THRESHOLD_REPLICAS, "refine": th.THRESHOLD_REFINE, "nn_points": th.NN_POINTS}
 
 
 def add_parser(sub):
@@ -53,6 +56,17 @@ def add_parser(sub):
     add_dmft_arguments(p, dv["paths"], dv["replicas"])
     p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
                    help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
+    p.add_argument("--nn", type=integer(2), default=None, metavar="T_MAX",
+                   help="also delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T_MAX >= 2 (the same "
+                        "DMFT scan as --t), with its convergence rule and evidence")
+    p.add_argument("--nn-points", type=integer(3, 200), default=dv["nn_points"], dest="nn_points",
+                   help=f"times on delta_NN's geometric grid, in 3..200 (default {dv['nn_points']})")
+    p.add_argument("--dyn", type=integer(0), nargs=2, default=None, metavar=("T1", "T2"),
+                   help="also the dynamical criterion: gamma(delta) = -d ln m*/dT fitted on T1 <= t <= T2 (a ladder of "
+                        "nonlinear DMFT runs from small hard overlaps, each to T2, per delta; width 1) and delta_dyn, "
+                        "where gamma crosses 0")
+    p.add_argument("--dyn-deltas", type=positive_float, nargs="+", default=None, dest="dyn_deltas", metavar="D",
+                   help="the deltas of gamma(delta) (default: the scan's grid)")
     return p
 
 
@@ -66,24 +80,49 @@ def run(args) -> dict:
     lo, hi = args.delta_range
     if not lo < hi:
         raise TheorykitError(f"argument --delta-range: expected LO < HI, got {lo:g} {hi:g}")
-    times = sorted(set(args.t))
+    if args.dyn is not None:
+        if args.dyn[0] + 2 > args.dyn[1]:
+            raise TheorykitError(f"argument --dyn: expected T1 + 2 <= T2, got {args.dyn[0]} {args.dyn[1]}")
+        if args.width != 1:
+            raise TheorykitError("argument --dyn: the dynamical criterion is defined for --width 1")
+    asked = sorted(set(args.t))
+    nn_times = []
+    if args.nn is not None:
+        from ..thresholds import NN_FIRST_T, geometric_times
+
+        nn_times = geometric_times(args.nn, args.nn_points, min(NN_FIRST_T, max(1, args.nn // 4)))
+    times = sorted(set(asked) | set(nn_times))  # one scan serves both
     problem = make_problem(args, lo, max(times))
     da = problem.analysis.delta_alg
-    res = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
-                     paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
-                     progress=bool(args.progress))
+    every = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
+                       paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
+                       progress=bool(args.progress))
+    res = [q for q in every if q.t in asked]
     info = da.as_dict()
     out = {"delta_alg": da.value}
     if da.value is None:  # +infinity: no spectral weak recovery at any delta
         out["delta_alg_reason"] = f"{info.get('reason') or 'delta_alg is infinite for this link'} [{da.method}]"
     out["delta_alg_info"] = info
     out["delta_star"] = [r.as_dict() for r in res]
+    if args.dyn is not None:
+        import numpy as np
+
+        from ..thresholds import delta_dyn
+
+        grid = args.dyn_deltas or list(np.geomspace(lo, hi, args.points))
+        out["delta_dyn"] = delta_dyn(problem, grid, tuple(args.dyn), paths=args.paths, replicas=args.replicas,
+                                     seed=args.seed, progress=bool(args.progress)).as_dict()
+    if args.nn is not None:
+        from ..thresholds import delta_nn_from
+
+        out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=args.d, n=args.n).as_dict()
     out["settings"] = {"activation": problem.activation, "link": problem.link, "loss": problem.loss,
                        "width": problem.m, "a": problem.a_vector.tolist(), "b": problem.b_vector.tolist(),
                        "eta": problem.eta, "ridge": problem.ridge, "t": times, "n": args.n, "d": args.d,
                        "delta_range": [lo, hi], "points": args.points, "paths": args.paths,
                        "replicas": args.replicas, "seed": args.seed, "refine": args.refine,
-                       "hard_dim": problem.analysis.hard_dim}
+                       "hard_dim": problem.analysis.hard_dim, "nn": args.nn, "nn_times": nn_times,
+                       "dyn": args.dyn, "dyn_deltas": args.dyn_deltas}
     out["seconds"] = time.perf_counter() - t0
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
 
@@ -104,4 +143,19 @@ def text(r) -> str:
                      f"{fmt(q['truncation_n'], 'd', '-'):>8} {unb}")
     if r["delta_star"]:
         lines.append(f"  method: {r['delta_star'][0]['method']}")
+    nn = r.get("delta_nn")
+    if nn:
+        ev = nn["evidence"]
+        seq = ", ".join(f"{q['t']}: {fmt(q['value'], '.4g')}" for q in ev["sequence"])
+        verdict = "converged" if nn["converged"] else f"not converged by t = {ev['by_t']} (a lower bound)"
+        lines.append(f"  delta_NN ({nn['criterion']}) = {fmt(nn['value'], '.5g')} +- {fmt(nn['stderr'], '.2g')}, "
+                     f"{verdict}; delta*(t) on the grid: {seq}")
+        lines.append(f"  rule: {ev['rule']}")
+        lines.append(f"  {ev['note']}")
+    dy = r.get("delta_dyn")
+    if dy:
+        gs = ", ".join(f"{g['delta']:.4g}: {fmt(g['value'], '.3g')} +- {fmt(g['stderr'], '.1g')}" for g in dy["gamma"])
+        val = (f"{fmt(dy['value'], '.4g')} +- {fmt(dy['stderr'], '.2g')}" if dy["value"] is not None and dy["value"] == dy["value"]
+               else f"undefined ({dy['reason']})")
+        lines.append(f"  delta_dyn ({dy['criterion']}) = {val}; gamma(delta) on t in {dy['t_range']}: {gs}")
     return "\n".join(lines)

@@ -97,3 +97,94 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
     noise = max(rse.get(lo, 0.0), rse.get(hi, 0.0))
     return {"m_star": mid(lo, hi), "bracket": [lo, hi], "evaluations": evals, "M_rel_stderr": noise,
             "noise_limited": bool(noise > CAPTURE_NOISE_RSE)}
+
+
+#: default ladder of initial hard overlaps for capture_curve: geometric from LADDER_LO to LADDER_HI
+LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
+
+
+def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -> dict:
+    """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
+    the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
+    of a ladder of initial overlaps m0 (each to T, M0 = m0 e; ``m0s``, default LADDER_POINTS geometric values in
+    [LADDER_LO, LADDER_HI]) -- every t from the same runs.  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  At
+    each t, m*(t) is the geometric interpolation between the ladder's last rung below 1/2 and the first at or above
+    (None where even the top rung has not captured, or the bottom already has: m* is outside the ladder).
+
+    problem: a :class:`theorykit.Problem` with m = 1, constant steps and no M0; ``dmft_options``: paths, replicas,
+    seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
+    ladder), "m0s", "cos2" (rungs x (T+1)), "method"}.  on_solve: called after each rung's solve (a progress
+    bar's hook)."""
+    from .._checks import check_int as _check_int
+    from ..problem import Problem
+    from .solver import dmft
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"capture_curve takes a theorykit.Problem, got {type(problem).__name__}")
+    if problem.m != 1:
+        raise TheorykitError("capture_curve is defined for width m = 1")
+    if problem.M0 is not None:
+        raise TheorykitError("capture_curve sets M0 itself (the ladder): give a Problem without M0")
+    if problem.schedule is not None:
+        raise TheorykitError("capture_curve needs constant-step GD (a Problem with eta and steps)")
+    T = _check_int("T", T, 1)
+    hb = hard_subspace_basis(problem.link_obj)
+    if hb.shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    e = hb[:, 0]
+    if m0s is None:
+        m0s = np.geomspace(LADDER_LO, LADDER_HI, LADDER_POINTS)
+    try:
+        m0s = np.asarray(sorted(float(v) for v in m0s))
+    except (TypeError, ValueError):
+        raise TheorykitError(f"m0s must be a list of numbers in (0, 1), got {m0s!r}") from None
+    if len(m0s) < 2 or not np.all((m0s > 0) & (m0s < 1)) or len(set(m0s)) != len(m0s):
+        raise TheorykitError(f"m0s must be >= 2 distinct numbers in (0, 1), got {list(m0s)}")
+    opts = {"bias_check": False, **dmft_options}
+    cos2 = np.full((len(m0s), T + 1), np.nan)
+    for i, m0 in enumerate(m0s):
+        r = dmft(problem.replace(steps=T, M0=[[float(v)] for v in m0 * e]), **opts)
+        S = len(r.test_loss)
+        Me = r.M[:, :, 0] @ e
+        cos2[i, :S] = Me ** 2 / (Me ** 2 + r.C_theta_tt[:, 0, 0])
+        if r.status != "ok":
+            raise TheorykitError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
+        if on_solve is not None:
+            on_solve()
+    lm = np.log(m0s)
+    m_star = []
+    for t in range(T + 1):
+        c = cos2[:, t]
+        above = np.flatnonzero(c >= 0.5)
+        if not above.size or above[0] == 0:
+            m_star.append(None)
+            continue
+        j = int(above[0])
+        f = (0.5 - c[j - 1]) / (c[j] - c[j - 1])
+        m_star.append(float(math.exp(lm[j - 1] + f * (lm[j] - lm[j - 1]))))
+    return {"t": list(range(T + 1)), "m_star": m_star, "m0s": m0s.tolist(), "cos2": cos2,
+            "method": f"nonlinear DMFT from M0 = m0 e on a ladder of {len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], "
+                      f"one run each to T = {T}; m*(t) by geometric interpolation of cos^2(t) = 1/2 between rungs"}
+
+
+def growth_rate(curve: dict, t_range) -> dict:
+    """gamma = -d ln m*/dT fitted over t in ``t_range`` = (t1, t2) on :func:`capture_curve`'s m*(t) (least squares
+    on ln m*; standard error from the fit's residuals, i.e. how straight ln m* is there, not the DMFT's Monte-Carlo
+    error).  Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as
+    the horizon grows (the hard direction is dynamically unstable); gamma <= 0: they are not."""
+    t1, t2 = (int(v) for v in t_range)
+    ts = [t for t in range(max(t1, 0), min(t2, len(curve["m_star"]) - 1) + 1) if curve["m_star"][t] is not None]
+    if len(ts) < 3:
+        raise TheorykitError(f"m*(t) is inside the ladder at {len(ts)} time(s) of [{t1}, {t2}] (need 3): widen the "
+                             "ladder m0s or move the range")
+    x = np.asarray(ts, float)
+    y = np.log([curve["m_star"][t] for t in ts])
+    A = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    res = y - A @ coef
+    dof = len(x) - 2
+    s2 = float(res @ res) / dof if dof > 0 else math.nan
+    se = math.sqrt(s2 / float(((x - x.mean()) ** 2).sum())) if dof > 0 else math.nan
+    return {"value": float(-coef[1]), "stderr": se, "t_range": [ts[0], ts[-1]], "points": len(ts),
+            "how": "least squares of ln m*(t) on t; stderr from the residuals (straightness of ln m*), not the "
+                   "DMFT's Monte-Carlo error"}

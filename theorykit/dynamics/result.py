@@ -129,6 +129,12 @@ class DMFTResult:
     excluded_masks: Optional[list] = None  # per replica: the paths excluded by the end (the scan mode unites them)
     method: Optional[dict] = None  # how it was solved, in words (latent rule, estimators, errors, kinks)
 
+    def _need_hard_process(self):
+        if (self.settings or {}).get("hard_process_solved") is False and self.C_mu.shape[1] == 0 and \
+                (self.method or {}).get("hard_process") is not None:
+            raise TheorykitError("this DMFT was solved with hard_process=False: no hard process, no finite-d "
+                                 "hard-overlap prediction (solve again without it)")
+
     def success_probability(self, d: int, t=None, samples: int = 20000, seed: int = 0):
         """Predicted probability that GD at dimension d has hard overlap > 1/2 at time t (docs/theory.md §3.2).
 
@@ -141,6 +147,7 @@ class DMFTResult:
         reliable, but GD escapes later; :meth:`capture_probability` is the matched prediction that tracks GD."""
         from scipy.stats import chi2
 
+        self._need_hard_process()
         if self.C_mu.shape[1] == 0:
             raise TheorykitError("this link has no hard direction: no finite-d hard-overlap prediction")
         d = int(d)
@@ -188,6 +195,7 @@ class DMFTResult:
 
         from .._checks import check_int as _check_int
 
+        self._need_hard_process()
         if self.C_mu.shape[1] == 0 or self.gram.shape[1] != 1 or self.v_eff is None:
             raise TheorykitError("capture_prediction needs a hard direction and width m = 1")
         def number(v):

@@ -118,7 +118,8 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
-                response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None) -> dict:
+                response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None,
+                horizon=None, hard_process=True) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
@@ -128,7 +129,12 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     prefix: {"steps": K, "T": a Preprocessing T(y, delta), "eta": eta_p} runs K steps of the normalised power
     iteration theta <- (theta + eta_p (1/n) sum_i T(y_i) x_i x_i^T theta) / norm before the GD steps (docs/theory.md
     §3.3: the spectral start): u = -T(y) r, D = -T(y), theta rescaled to unit norm after every step.  The outputs
-    start at the end of the prefix (t = 0 is the spectral start), with its memory kept in the kernels."""
+    start at the end of the prefix (t = 0 is the spectral start), with its memory kept in the kernels.
+
+    horizon: the driving normals are drawn for max(T, horizon) GD steps and the first T + 1 used, so that a solve to
+    T <= horizon is exactly the first T steps of the solve to horizon with the same seed (the threshold search
+    refines each t with solves to t only).  hard_process=False skips the hard-direction process (C_mu stays empty;
+    the laws keep zeta)."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
     Kp = 0  # spectral prefix steps
@@ -142,7 +148,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     T = len(etas)
     ridges = np.broadcast_to(np.asarray(ridge, dtype=float), (T,))
     m, k = net.m, link.k
-    kH = hard_basis.shape[1]
+    kH = hard_basis.shape[1] if hard_process else 0  # hard directions carrying the hard process
     N, NR = len(batch.y), batch.NR
     wt, rwt = batch.weight.copy(), batch.rweight.copy()
     alive = np.ones(N, dtype=bool)
@@ -189,11 +195,12 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     W = window if response == "stein" else 0
     Kw = np.zeros((max(W, 1), max(W, 1), m, N, m)) if W else None  # recent responses (ring buffer), see below
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
-    H[:, :m] = driving_normals(N, N // batch.per_node, T, m, sampler, rng)
+    T_draw = T if horizon is None else max(T, int(horizon) + Kp)
+    H[:, :m] = driving_normals(N, N // batch.per_node, T_draw, m, sampler, rng)[:T + 1]
     A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
     P_node = batch.per_node
     Qn = N // P_node  # latent nodes (1 for Monte-Carlo latents)
-    pin_hard = kH > 0 and not np.any(hard_basis.T @ M0)
+    pin_hard = hard_basis.shape[1] > 0 and not np.any(hard_basis.T @ M0)
     repairs = 0
     diverged = None
     jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)

@@ -137,7 +137,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          response: str = defaults.DMFT_RESPONSE, window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED,
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
          bias_check="auto", keep_law_at=(), exclude=None, init: str = "random", spectral_T=None,
-         spectral_steps: int = 100, spectral_eta: float = 1.0, spectral_m0: float = 1e-2) -> DMFTResult:
+         spectral_steps: int = 100, spectral_eta: float = 1.0, spectral_m0: float = 1e-2,
+         horizon: Optional[int] = None, hard_process: bool = True) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -165,7 +166,11 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     bias_check (True, False or "auto"): also solve ``replicas`` more replicas with half the paths each (1.5x the
     cost); ``bias`` = (their mean) - (the reported mean) estimates the finite-path bias of M, gram, the losses,
     C_theta_tt and C_mu if it scales like 1/paths, and their ``stderr`` becomes sqrt(replica stderr^2 + bias^2)
-    (the replica part alone in ``bias["replica_stderr"]``).  Returns a :class:`DMFTResult`.
+    (the replica part alone in ``bias["replica_stderr"]``).  horizon (>= steps): draw the Gaussian innovations for
+    ``horizon`` steps and use the first ``steps``, so that the solve is exactly the first ``steps`` steps of the solve
+    to ``horizon`` with the same seed and choices (a prefix; default: the solve's own steps).  hard_process=False
+    skips the hard-direction process (about a fifth of a long solve; C_mu empty, no finite-d capture prediction) for
+    callers that only need the easy dynamics and the laws (the threshold search).  Returns a :class:`DMFTResult`.
     """
     from ..problem import Problem
 
@@ -273,8 +278,14 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         raise TheorykitError(f"keep_law_at: times must lie in 0..{T}, got {keep_law_at}")
     if exclude is not None and (len(exclude) != replicas):
         raise TheorykitError(f"exclude must hold one path mask per replica ({replicas}), got {len(exclude)}")
+    if not isinstance(hard_process, bool):
+        raise TheorykitError(f"hard_process must be True or False, got {hard_process!r}")
+    if horizon is not None:
+        horizon = _check_int("horizon", horizon, T)
+        _check_kernel_memory(horizon, m, k, 1)  # the innovations are drawn to the horizon
     jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window,
-             None, keep_law_at, (None if exclude is None else exclude[i]), prefix) for i, s in enumerate(seeds)]
+             None, keep_law_at, (None if exclude is None else exclude[i]), prefix, horizon, hard_process)
+            for i, s in enumerate(seeds)]
     if bias_check:
         # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
         if batch_args[0] == "gauss-hermite":
@@ -283,7 +294,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         else:
             half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
         jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
-                  sampler, response, window, None, (), None, prefix) for s in root_seq.spawn(replicas)]
+                  sampler, response, window, None, (), None, prefix, None, hard_process)
+                 for s in root_seq.spawn(replicas)]
     # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
     bar = _Progress(len(jobs), label="dmft", unit=("replica solves" if not bias_check else
                                                     f"replica solves ({replicas} of them the bias check)")) \
@@ -338,7 +350,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         bias["replica_stderr"] = {key: err[key].copy() for key in bias["stderr"]}
         for key in bias["stderr"]:
             err[key] = np.sqrt(err[key] ** 2 + bias[key] ** 2)
-    if hard_basis.shape[1] and m == 1:
+    if hard_basis.shape[1] and hard_process and m == 1:
         # v_eff = C_mu Sigma_0 / C_mu_init (first hard direction): ratio of replica means, jackknife standard error
         num = np.stack([r["C_mu"][:S, 0, 0, 0] for r in results])
         den = np.stack([r["C_mu_init"][:S, 0, 0, 0] for r in results])
@@ -398,7 +410,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     # At long times C_mu is an average dominated by rare paths (per-path tangents that grew while D < 0), so replicas
     # scatter and their spread understates the error.  Flag the first time where they disagree by more than 5%.
     reliable = None
-    if hard_basis.shape[1]:
+    if hard_basis.shape[1] and hard_process:
         tr = np.einsum("tjaa->t", mean["C_mu"])
         tr_se = np.sqrt(np.einsum("tjaa->t", err["C_mu"] ** 2))
         bad = np.flatnonzero(tr_se > HARD_RELIABLE_RSE * np.abs(tr))
@@ -433,6 +445,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                            "stein: the only estimator exact with a kinked activation or loss") if auto else None),
         "kinks": _kink_settings(net, response, window),
         "window": (window if response == "stein" else None), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
+        "horizon": horizon, "hard_process_solved": bool(hard_process and hard_basis.shape[1]),
         "processes": procs,
         "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not bias_check else
                    "sqrt(replica stderr^2 + bias^2): the replica spread and the estimated finite-path bias (bias_check) "
@@ -440,7 +453,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
         "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
                                "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
-        "hard_process": (None if not hard_basis.shape[1] else {
+        "hard_process": (None if not hard_basis.shape[1] else "not solved (hard_process=False)" if not hard_process
+                         else {
             "method": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
                       "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
             "rank": max(i["rank"] for r_ in results for i in r_["hard_info"]),

@@ -1,0 +1,71 @@
+"""The dynamical criterion (issue 13 point 2): the capture curve m*(t) from a ladder of nonlinear DMFT runs, its
+growth rate gamma = -d ln m*/dT, delta_dyn where gamma crosses 0, and the finite-d kick test beside it.  Tiny
+settings; the table (tables/delta_nn.md) holds the measured comparison."""
+import math
+
+import numpy as np
+import pytest
+
+import theorykit as tk
+from theorykit.dynamics import capture_curve, growth_rate
+from theorykit.referee import kick_growth_rate
+
+
+def test_growth_rate_of_an_exponential_curve_is_exact():
+    m = [0.1 * math.exp(-0.02 * t) for t in range(101)]
+    g = growth_rate({"m_star": m}, (20, 80))
+    assert g["value"] == pytest.approx(0.02, rel=1e-10) and g["stderr"] < 1e-10 and g["t_range"] == [20, 80]
+    with pytest.raises(tk.TheorykitError, match="inside the ladder"):
+        growth_rate({"m_star": [None] * 50 + m[:2]}, (0, 60))
+
+
+def test_capture_curve_interpolates_the_ladder_and_is_monotone_in_the_horizon():
+    # GeLU phase retrieval above the transition: ever smaller kicks are captured as the horizon grows
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=17.0, eta=1.0, steps=1)
+    c = capture_curve(pr, 30, [0.05, 0.1, 0.2, 0.4, 0.8], paths=2048, replicas=2)
+    ms = c["m_star"]
+    # cos^2(0) = m0^2 / (m0^2 + 1) < 1/2 on the whole ladder (Sigma0 = 1): nothing is captured at t = 0
+    assert np.allclose(c["cos2"][:, 0], np.array(c["m0s"]) ** 2 / (np.array(c["m0s"]) ** 2 + 1), rtol=1e-9)
+    assert ms[0] is None
+    t = next(i for i, v in enumerate(ms) if v is not None)
+    j = int(np.flatnonzero(c["cos2"][:, t] >= 0.5)[0])
+    lo, hi = c["cos2"][j - 1, t], c["cos2"][j, t]
+    assert lo < 0.5 <= hi and c["m0s"][j - 1] < ms[t] <= c["m0s"][j]
+    known = [v for v in ms if v is not None]
+    assert known[-1] < known[0]
+    assert c["cos2"].shape == (5, 31)
+    with pytest.raises(tk.TheorykitError, match="M0"):
+        capture_curve(pr.replace(M0=[[0.1]]), 5)
+    with pytest.raises(tk.TheorykitError, match="m0s"):
+        capture_curve(pr, 5, [0.1, 1.5])
+
+
+def test_delta_dyn_finds_the_sign_change(monkeypatch):
+    import theorykit.dynamics as dyn
+
+    monkeypatch.setattr(dyn, "capture_curve", lambda p, T, m0s=None, on_solve=None, **k: {"delta": p.delta})
+    monkeypatch.setattr(dyn, "growth_rate", lambda c, r: {"value": 0.01 * (c["delta"] - 10.0), "stderr": 0.001,
+                                                           "t_range": list(r), "points": 50})
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=5.0, eta=1.0, steps=1)
+    r = tk.delta_dyn(pr, [6.0, 9.0, 12.0, 15.0], (50, 150))
+    assert r.value == pytest.approx(10.0) and r.criterion == "dynamical" and r.reason is None
+    assert r.stderr == pytest.approx(math.sqrt((2 / 3 * 0.001) ** 2 + (1 / 3 * 0.001) ** 2) / 0.01)
+    assert [g["delta"] for g in r.gamma] == [6.0, 9.0, 12.0, 15.0]
+    above = tk.delta_dyn(pr, [12.0, 15.0], (50, 150))
+    assert math.isnan(above.value) and "below" in above.reason
+    with pytest.raises(tk.TheorykitError, match="t_range"):
+        tk.delta_dyn(pr, [6.0, 9.0], (50, 51))
+
+
+def test_kick_growth_rate_at_finite_d():
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=17.0, eta=1.0, steps=1)
+    r = kick_growth_rate(pr, d=200, m0=0.1, t_range=(5, 30), seeds=(0, 1, 2, 3))
+    assert len(r["per_seed"]) + len(r["escaped_before_window"]) == 4
+    assert all(lo >= 5 and hi <= 30 for lo, hi in r["fitted_on"])
+    if len(r["per_seed"]) >= 2:
+        assert np.isfinite(r["value"]) and r["stderr"] >= 0
+    # below the transition nothing escapes early and every seed gives a rate
+    low = kick_growth_rate(pr.replace(delta=4.0), d=200, m0=0.1, t_range=(5, 30), seeds=(0, 1))
+    assert len(low["per_seed"]) == 2 and low["escaped_before_window"] == [] and np.isfinite(low["value"])
+    with pytest.raises(tk.TheorykitError, match="m0"):
+        kick_growth_rate(pr, d=50, m0=2.0, t_range=(5, 30))
