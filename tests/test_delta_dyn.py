@@ -17,6 +17,11 @@ def test_growth_rate_of_an_exponential_curve_is_exact():
     assert g["value"] == pytest.approx(0.02, rel=1e-10) and g["stderr"] < 1e-10 and g["t_range"] == [20, 80]
     with pytest.raises(tk.TheorykitError, match="inside the ladder"):
         growth_rate({"m_star": [None] * 50 + m[:2]}, (0, 60))
+    # with the replicas' own curves the standard error is their spread
+    reps = [[0.1 * math.exp(-g * t) for t in range(101)] for g in (0.019, 0.021)]
+    g = growth_rate({"m_star": m, "m_star_replicas": reps}, (20, 80))
+    assert g["stderr"] == pytest.approx(np.std([0.019, 0.021], ddof=1) / math.sqrt(2), rel=1e-8)
+    assert "replicas" in g["how"] and g["per_replica"] == pytest.approx([0.019, 0.021])
 
 
 def test_capture_curve_interpolates_the_ladder_and_is_monotone_in_the_horizon():
@@ -57,6 +62,27 @@ def test_delta_dyn_finds_the_sign_change(monkeypatch):
         tk.delta_dyn(pr, [6.0, 9.0], (50, 51))
 
 
+def test_delta_dyn_skips_a_delta_where_m_star_leaves_the_ladder(monkeypatch):
+    import theorykit.dynamics as dyn
+
+    def curve(p, T, m0s=None, on_solve=None, **k):
+        return {"delta": p.delta, "m_star": [None] * (T + 1)}
+
+    def rate(c, r):
+        if c["delta"] < 7:  # nothing captured by the horizon: no rate
+            raise tk.TheorykitError("m*(t) is inside the ladder at 0 time(s)")
+        return {"value": 0.01 * (c["delta"] - 10.0), "stderr": 0.001, "t_range": list(r), "points": 50}
+
+    monkeypatch.setattr(dyn, "capture_curve", curve)
+    monkeypatch.setattr(dyn, "growth_rate", rate)
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=5.0, eta=1.0, steps=1)
+    r = tk.delta_dyn(pr, [5.0, 8.0, 12.0], (50, 150))
+    assert math.isnan(r.gamma[0]["value"]) and "ladder" in r.gamma[0]["note"]
+    assert r.value == pytest.approx(10.0)
+    one = tk.delta_dyn(pr, [5.0, 6.0, 12.0], (50, 150))
+    assert math.isnan(one.value) and "defined at 1" in one.reason
+
+
 def test_kick_growth_rate_at_finite_d():
     pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=17.0, eta=1.0, steps=1)
     r = kick_growth_rate(pr, d=200, m0=0.1, t_range=(5, 30), seeds=(0, 1, 2, 3))
@@ -69,3 +95,35 @@ def test_kick_growth_rate_at_finite_d():
     assert len(low["per_seed"]) == 2 and low["escaped_before_window"] == [] and np.isfinite(low["value"])
     with pytest.raises(tk.TheorykitError, match="m0"):
         kick_growth_rate(pr, d=50, m0=2.0, t_range=(5, 30))
+
+
+def test_threshold_cli_dyn_contract():
+    from tests.test_delta_nn import ok
+
+    out = ok(["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", "--paths", "2048",
+              "--replicas", "2", "--t", "0", "--delta-range", "1", "40", "--points", "3", "--refine", "0",
+              "--d", "500", "--dyn", "2", "8", "--dyn-deltas", "14", "17"])
+    dy = out["delta_dyn"]
+    assert {"value", "stderr", "criterion", "gamma", "t_range", "definition", "reason", "method"} <= set(dy)
+    assert dy["criterion"] == "dynamical" and dy["t_range"] == [2, 8]
+    assert [g["delta"] for g in dy["gamma"]] == [14.0, 17.0]
+    assert all({"delta", "value", "stderr"} <= set(g) for g in dy["gamma"])
+    assert (dy["value"] is None) == (dy["reason"] is not None)
+    assert out["settings"]["dyn"] == [2, 8]
+
+
+def test_threshold_cli_dyn_refuses_bad_ranges():
+    import contextlib
+    import io
+
+    from theorykit.cli import main
+
+    for bad in (["--dyn", "10", "11"], ["--dyn", "5", "20", "--width", "2"]):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                rc = main(["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", "--t", "0"]
+                          + bad)
+            except SystemExit as e:
+                rc = e.code
+        assert rc == 2 and len(err.getvalue().strip().splitlines()) == 1 and "--dyn" in err.getvalue(), bad

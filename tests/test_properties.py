@@ -310,15 +310,18 @@ def test_hessian_numeric_options(option, value, d, delta):
 
 
 THRESHOLD_OPTIONS = ["--eta", "--ridge", "--t", "--d", "--n", "--points", "--refine", "--paths", "--replicas",
-                     "--seed", "--delta-range"]
+                     "--seed", "--delta-range", "--nn", "--nn-points"]
 
 
 @budget(4, 60)
 @given(option=st.sampled_from(THRESHOLD_OPTIONS), value=values())
 def test_threshold_numeric_options(option, value):
     base = {"--eta": "1", "--t": "0", "--paths": "256", "--replicas": "2", "--points": "3", "--refine": "1"}
-    if option in ("--paths", "--points", "--t", "--refine") and value.strip().isdigit() and 8 < int(value) < 10 ** 7:
-        value = base[option]  # valid but minutes long: not this property's subject
+    if option in ("--paths", "--points", "--t", "--refine", "--nn", "--nn-points") and value.strip().isdigit() and \
+            8 < int(value) < 10 ** 7:
+        value = base.get(option, "8")  # valid but minutes long: not this property's subject
+    if option == "--nn-points":
+        base["--nn"] = "8"  # the grid's size matters only with a grid
     base[option] = value
     check(options(["threshold", "--activation", "gelu", "--link", "sign-symmetric", "--loss", "logistic", "--json"],
                   base), "threshold: numeric options")

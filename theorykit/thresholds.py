@@ -396,7 +396,8 @@ class DeltaDyn:
     """delta_dyn: the delta where the capture growth rate gamma(delta) = -d ln m*/dT crosses 0 (linear
     interpolation between the grid's first sign change; stderr from gamma's errors there: se_gamma / |dgamma/ddelta|).
     value is NaN (null in JSON) when gamma does not change sign on the grid: ``reason`` says which way.  gamma: one
-    entry per delta {"delta", "value", "stderr", "t_range", "points"}; criterion "dynamical"."""
+    entry per delta {"delta", "value", "stderr", "t_range", "points"}; a delta where m* leaves the ladder on the
+    range has value NaN and a "note" (and is skipped by the crossing); criterion "dynamical"."""
 
     value: float
     stderr: float
@@ -447,19 +448,28 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     try:
         for dl in grid:
             curve = capture_curve(problem.replace(delta=dl), t2, m0s, on_solve=tick, **dmft_options)
-            g = growth_rate(curve, (t1, t2))
+            try:
+                g = growth_rate(curve, (t1, t2))
+            except TheorykitError as err:  # m* outside the ladder on the range: no rate at this delta (said so)
+                gam.append({"delta": dl, "value": math.nan, "stderr": math.nan, "t_range": [t1, t2], "points": 0,
+                            "note": str(err), "m_star_at_t2": curve["m_star"][t2]})
+                continue
             gam.append({"delta": dl, "value": g["value"], "stderr": g["stderr"], "t_range": g["t_range"],
-                        "points": g["points"]})
+                        "points": g["points"], "how": g.get("how")})
     finally:
         if bar:
             bar.close(done[0])
     value, se, reason = math.nan, math.nan, None
-    j = next((i for i in range(1, len(gam)) if gam[i - 1]["value"] <= 0 < gam[i]["value"]), None)
-    if j is None:
-        reason = ("gamma > 0 at every delta of the grid: delta_dyn is below it" if gam[0]["value"] > 0 else
-                  "gamma <= 0 at every delta of the grid: delta_dyn is above it")
+    ok = [g for g in gam if math.isfinite(g["value"])]  # deltas with a rate (m* inside the ladder)
+    j = next((i for i in range(1, len(ok)) if ok[i - 1]["value"] <= 0 < ok[i]["value"]), None)
+    if len(ok) < 2:
+        reason = f"gamma is defined at {len(ok)} delta(s) of the grid (m* outside the ladder elsewhere)"
+    elif j is None:
+        reason = ("gamma > 0 at every delta of the grid where it is defined: delta_dyn is below it"
+                  if ok[0]["value"] > 0 else
+                  "gamma <= 0 at every delta of the grid where it is defined: delta_dyn is above it")
     else:
-        a, b = gam[j - 1], gam[j]
+        a, b = ok[j - 1], ok[j]
         slope = (b["value"] - a["value"]) / (b["delta"] - a["delta"])
         value = a["delta"] - a["value"] / slope
         f = (value - a["delta"]) / (b["delta"] - a["delta"])
@@ -470,4 +480,5 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
                                "(docs/theory.md §5)",
                     reason=reason,
                     method=f"capture ladder per delta, gamma fitted on t in [{t1}, {t2}] (least squares of ln m*; "
-                           "stderr from the fit's residuals); delta_dyn by linear interpolation of gamma")
+                           "stderr from the same fit on each DMFT replica, see growth_rate); delta_dyn by linear "
+                           "interpolation of gamma")

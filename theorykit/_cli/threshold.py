@@ -59,7 +59,7 @@ def add_parser(sub):
     p.add_argument("--nn", type=integer(2), default=None, metavar="T_MAX",
                    help="also delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T_MAX >= 2 (the same "
                         "DMFT scan as --t), with its convergence rule and evidence")
-    p.add_argument("--nn-points", type=integer(3, 200), default=dv["nn_points"], dest="nn_points",
+    p.add_argument("--nn-points", type=integer(3, 200), default=dv["nn_points"], dest="nn_points", metavar="K",
                    help=f"times on delta_NN's geometric grid, in 3..200 (default {dv['nn_points']})")
     p.add_argument("--dyn", type=integer(0), nargs=2, default=None, metavar=("T1", "T2"),
                    help="also the dynamical criterion: gamma(delta) = -d ln m*/dT fitted on T1 <= t <= T2 (a ladder of "

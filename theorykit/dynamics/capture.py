@@ -113,7 +113,8 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
 
     problem: a :class:`theorykit.Problem` with m = 1, constant steps and no M0; ``dmft_options``: paths, replicas,
     seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
-    ladder), "m0s", "cos2" (rungs x (T+1)), "method"}.  on_solve: called after each rung's solve (a progress
+    ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT replica's own M and
+    C_theta: growth_rate's standard error), "method"}.  on_solve: called after each rung's solve (a progress
     bar's hook)."""
     from .._checks import check_int as _check_int
     from ..problem import Problem
@@ -142,6 +143,7 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
         raise TheorykitError(f"m0s must be >= 2 distinct numbers in (0, 1), got {list(m0s)}")
     opts = {"bias_check": False, **dmft_options}
     cos2 = np.full((len(m0s), T + 1), np.nan)
+    rep = None  # (replicas, rungs, T+1): each replica's own cos^2 (its own M and C_theta)
     for i, m0 in enumerate(m0s):
         r = dmft(problem.replace(steps=T, M0=[[float(v)] for v in m0 * e]), **opts)
         S = len(r.test_loss)
@@ -149,42 +151,70 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
         cos2[i, :S] = Me ** 2 / (Me ** 2 + r.C_theta_tt[:, 0, 0])
         if r.status != "ok":
             raise TheorykitError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
+        Mr = r.per_replica["M"][:, :, :, 0] @ e  # (R, S)
+        if rep is None:
+            rep = np.full((len(Mr), len(m0s), T + 1), np.nan)
+        rep[:, i, :S] = Mr ** 2 / (Mr ** 2 + r.per_replica["C_theta_tt"][:, :, 0, 0])
         if on_solve is not None:
             on_solve()
     lm = np.log(m0s)
-    m_star = []
-    for t in range(T + 1):
-        c = cos2[:, t]
-        above = np.flatnonzero(c >= 0.5)
-        if not above.size or above[0] == 0:
-            m_star.append(None)
-            continue
-        j = int(above[0])
-        f = (0.5 - c[j - 1]) / (c[j] - c[j - 1])
-        m_star.append(float(math.exp(lm[j - 1] + f * (lm[j] - lm[j - 1]))))
-    return {"t": list(range(T + 1)), "m_star": m_star, "m0s": m0s.tolist(), "cos2": cos2,
+    return {"t": list(range(T + 1)), "m_star": _m_star(cos2, lm), "m0s": m0s.tolist(), "cos2": cos2,
+            "m_star_replicas": [_m_star(c, lm) for c in rep],
             "method": f"nonlinear DMFT from M0 = m0 e on a ladder of {len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], "
                       f"one run each to T = {T}; m*(t) by geometric interpolation of cos^2(t) = 1/2 between rungs"}
 
 
-def growth_rate(curve: dict, t_range) -> dict:
-    """gamma = -d ln m*/dT fitted over t in ``t_range`` = (t1, t2) on :func:`capture_curve`'s m*(t) (least squares
-    on ln m*; standard error from the fit's residuals, i.e. how straight ln m* is there, not the DMFT's Monte-Carlo
-    error).  Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as
-    the horizon grows (the hard direction is dynamically unstable); gamma <= 0: they are not."""
-    t1, t2 = (int(v) for v in t_range)
-    ts = [t for t in range(max(t1, 0), min(t2, len(curve["m_star"]) - 1) + 1) if curve["m_star"][t] is not None]
+def _m_star(cos2: np.ndarray, lm: np.ndarray) -> list:
+    """m*(t) from cos^2 (rungs x times) on the ladder ln m0 = lm (see :func:`capture_curve`)."""
+    out = []
+    for t in range(cos2.shape[1]):
+        c = cos2[:, t]
+        above = np.flatnonzero(c >= 0.5)
+        if not above.size or above[0] == 0:
+            out.append(None)
+            continue
+        j = int(above[0])
+        f = (0.5 - c[j - 1]) / (c[j] - c[j - 1])
+        out.append(float(math.exp(lm[j - 1] + f * (lm[j] - lm[j - 1]))))
+    return out
+
+
+def _slope(m_star: list, t1: int, t2: int):
+    ts = [t for t in range(max(t1, 0), min(t2, len(m_star) - 1) + 1) if m_star[t] is not None]
     if len(ts) < 3:
-        raise TheorykitError(f"m*(t) is inside the ladder at {len(ts)} time(s) of [{t1}, {t2}] (need 3): widen the "
-                             "ladder m0s or move the range")
+        return None, ts, math.nan
     x = np.asarray(ts, float)
-    y = np.log([curve["m_star"][t] for t in ts])
+    y = np.log([m_star[t] for t in ts])
     A = np.column_stack([np.ones_like(x), x])
     coef, *_ = np.linalg.lstsq(A, y, rcond=None)
     res = y - A @ coef
     dof = len(x) - 2
-    s2 = float(res @ res) / dof if dof > 0 else math.nan
-    se = math.sqrt(s2 / float(((x - x.mean()) ** 2).sum())) if dof > 0 else math.nan
-    return {"value": float(-coef[1]), "stderr": se, "t_range": [ts[0], ts[-1]], "points": len(ts),
-            "how": "least squares of ln m*(t) on t; stderr from the residuals (straightness of ln m*), not the "
-                   "DMFT's Monte-Carlo error"}
+    fit_se = math.sqrt(float(res @ res) / dof / float(((x - x.mean()) ** 2).sum())) if dof > 0 else math.nan
+    return float(-coef[1]), ts, fit_se
+
+
+def growth_rate(curve: dict, t_range) -> dict:
+    """gamma = -d ln m*/dT fitted over t in ``t_range`` = (t1, t2) on :func:`capture_curve`'s m*(t) (least squares
+    on ln m*).  Standard error: the spread of the same fit on each DMFT replica's own m*(t) (its own M and C_theta),
+    / sqrt(replicas), over the replicas whose m* is inside the ladder at >= 3 times of the range (at least 2; ``how``
+    says how many); else the fit's residual error (how straight ln m* is, not the Monte-Carlo error; ``how`` says which).
+    Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as the
+    horizon grows (the hard direction is dynamically unstable); gamma <= 0: they are not."""
+    t1, t2 = (int(v) for v in t_range)
+    g, ts, fit_se = _slope(curve["m_star"], t1, t2)
+    if g is None:
+        raise TheorykitError(f"m*(t) is inside the ladder at {len(ts)} time(s) of [{t1}, {t2}] (need 3): widen the "
+                             "ladder m0s or move the range")
+    per = [_slope(m, t1, t2)[0] for m in curve.get("m_star_replicas") or []]
+    ok = [v for v in per if v is not None]
+    if len(ok) >= 2:
+        se = float(np.std(ok, ddof=1) / math.sqrt(len(ok)))
+        how = (f"least squares of ln m*(t) on t; stderr from the same fit on each DMFT replica's own m*(t), spread / "
+               f"sqrt(replicas), over {len(ok)} of {len(per)} replicas"
+               + ("" if len(ok) == len(per) else " (the others' m* left the ladder on the range)"))
+    else:
+        se = fit_se
+        how = ("least squares of ln m*(t) on t; stderr from the residuals (straightness of ln m*), not the DMFT's "
+               "Monte-Carlo error (the replicas' own m* left the ladder)")
+    return {"value": g, "stderr": se, "t_range": [ts[0], ts[-1]], "points": len(ts), "fit_stderr": fit_se,
+            "per_replica": per, "how": how}

@@ -128,6 +128,7 @@ class DMFTResult:
     laws: Optional[dict] = None  # t -> PathLaw at the times requested with keep_law_at
     excluded_masks: Optional[list] = None  # per replica: the paths excluded by the end (the scan mode unites them)
     method: Optional[dict] = None  # how it was solved, in words (latent rule, estimators, errors, kinks)
+    per_replica: Optional[dict] = None  # {"M": (R, T+1, k, m), "C_theta_tt": (R, T+1, m, m)}: each replica's own
 
     def _need_hard_process(self):
         if (self.settings or {}).get("hard_process_solved") is False and self.C_mu.shape[1] == 0 and \

@@ -487,4 +487,5 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
         hard_reliable_until=reliable, bias=bias, v_eff=mean.get("v_eff"),
+        per_replica={key: np.stack([r_[key][:S] for r_ in results]) for key in ("M", "C_theta_tt")},
         hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))
