@@ -6,7 +6,7 @@ at n = delta d where D is unbounded below), with its rule's verdict and the whol
 Part 2, per setting and delta: gamma = -d ln m*/dT from :func:`theorykit.dynamics.capture_curve` (a ladder of
 nonlinear DMFT runs from small hard overlaps) fitted on a t range, beside the simulator's late growth rate of a small
 hard overlap (:func:`theorykit.referee.kick_growth_rate`, the same units: a rate of the amplitude |cos|), and
-delta_dyn where gamma crosses 0.  Agreement is not a pass criterion here (THEORY §5: open); the table is the result.
+delta_dyn where gamma crosses 0.  Agreement is not a pass criterion here (docs/theory.md §5: open); the table is the result.
 """
 from __future__ import annotations
 
