@@ -118,7 +118,8 @@ def test_threshold_cli_dyn_refuses_bad_ranges():
 
     from theorykit.cli import main
 
-    for bad in (["--dyn", "10", "11"], ["--dyn", "5", "20", "--width", "2"]):
+    for bad in (["--dyn", "10", "11"], ["--dyn", "5", "20", "--width", "2"], ["--dyn", "2", "8", "--dyn-deltas", "14"],
+                ["--dyn-deltas", "3", "4"]):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             try:

@@ -85,6 +85,10 @@ def run(args) -> dict:
             raise TheorykitError(f"argument --dyn: expected T1 + 2 <= T2, got {args.dyn[0]} {args.dyn[1]}")
         if args.width != 1:
             raise TheorykitError("argument --dyn: the dynamical criterion is defined for --width 1")
+        if args.dyn_deltas is not None and len(set(args.dyn_deltas)) < 2:
+            raise TheorykitError(f"argument --dyn-deltas: give >= 2 distinct deltas, got {args.dyn_deltas}")
+    elif args.dyn_deltas is not None:
+        raise TheorykitError("argument --dyn-deltas: only with --dyn T1 T2")
     asked = sorted(set(args.t))
     nn_times = []
     if args.nn is not None:
