@@ -26,6 +26,21 @@ MEMORY_FRACTION = 0.6
 
 
 # ------------------------------------------------------------------------------------------------ scalars
+def check_deltas(deltas, at_least: int = 1) -> list:
+    """``deltas`` as a list of floats: at least ``at_least`` distinct positive finite numbers, in the order given."""
+    from .errors import TheorykitError
+
+    try:
+        out = [float(d) for d in deltas]
+    except (TypeError, ValueError):
+        raise TheorykitError(f"deltas must be a list of numbers, got {deltas!r}") from None
+    if len(out) < at_least or any(not (math.isfinite(d) and d > 0) for d in out):
+        raise TheorykitError(f"deltas must be at least {at_least} positive finite number(s), got {deltas!r}")
+    if len(set(out)) != len(out):
+        raise TheorykitError(f"deltas must not repeat, got {out}")
+    return out
+
+
 def check_number(name: str, value, cond: Callable[[float], bool], what: str) -> float:
     """``float(value)`` if it is a finite number satisfying ``cond``; else a one-line error 'NAME must be WHAT'."""
     if isinstance(value, bool):

@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from . import defaults
-from ._checks import Progress, check_int, check_number
+from ._checks import Progress, check_deltas, check_int, check_number
 from .errors import TheorykitError
 from .dynamics import dmft, dmft_scan
 from .spectra.hessian import HessianLaw, hessian_prediction
@@ -421,12 +421,7 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     ... (the same seed at every delta)."""
     from .dynamics import capture_curve, growth_rate
 
-    try:
-        grid = sorted(float(v) for v in deltas)
-    except (TypeError, ValueError):
-        raise TheorykitError(f"deltas must be a list of numbers, got {deltas!r}") from None
-    if len(grid) < 2 or any(not (math.isfinite(v) and v > 0) for v in grid) or len(set(grid)) != len(grid):
-        raise TheorykitError(f"deltas must be >= 2 distinct positive numbers, got {deltas!r}")
+    grid = sorted(check_deltas(deltas, at_least=2))
     try:
         t1, t2 = (check_int("t_range", v, 0) for v in t_range)
     except TypeError:

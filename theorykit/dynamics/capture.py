@@ -15,6 +15,12 @@ from .hard_process import hard_subspace_basis
 CAPTURE_NOISE_RSE = 0.25
 
 
+def _cos2(M, C_theta_tt, e):
+    """cos^2 between theta and the hard direction e (width 1): M_e^2 / (M_e^2 + C_theta), M (..., k, 1) -> (...)."""
+    Me = M[..., :, 0] @ e
+    return Me ** 2 / (Me ** 2 + C_theta_tt[..., 0, 0])
+
+
 def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
                       eta: Optional[float] = None, steps: Optional[int] = None, lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
                       rtol: float = defaults.CAPTURE_RTOL, **kw) -> dict:
@@ -75,7 +81,7 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
             raise TheorykitError(f"the DMFT from m0 = {m0:g} did not reach t = {steps} ({r.diverged_at['hint']})")
         Me = float(e @ r.M[-1, :, 0])
         se = float(np.sqrt(e ** 2 @ r.stderr["M"][-1, :, 0] ** 2))
-        c2 = Me ** 2 / (Me ** 2 + float(r.C_theta_tt[-1, 0, 0]))
+        c2 = float(_cos2(r.M[-1], r.C_theta_tt[-1], e))
         evals.append((float(m0), c2))
         rse[float(m0)] = se / max(abs(Me), 1e-300)
         return c2 > 0.5
@@ -147,14 +153,13 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
     for i, m0 in enumerate(m0s):
         r = dmft(problem.replace(steps=T, M0=[[float(v)] for v in m0 * e]), **opts)
         S = len(r.test_loss)
-        Me = r.M[:, :, 0] @ e
-        cos2[i, :S] = Me ** 2 / (Me ** 2 + r.C_theta_tt[:, 0, 0])
+        cos2[i, :S] = _cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
             raise TheorykitError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
-        Mr = r.per_replica["M"][:, :, :, 0] @ e  # (R, S)
+        c_rep = _cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # (R, S)
         if rep is None:
-            rep = np.full((len(Mr), len(m0s), T + 1), np.nan)
-        rep[:, i, :S] = Mr ** 2 / (Mr ** 2 + r.per_replica["C_theta_tt"][:, :, 0, 0])
+            rep = np.full((len(c_rep), len(m0s), T + 1), np.nan)
+        rep[:, i, :S] = c_rep
         if on_solve is not None:
             on_solve()
     lm = np.log(m0s)

@@ -10,7 +10,6 @@ the same Gaussian innovations at every delta.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -26,14 +25,9 @@ def dmft_scan(problem, deltas, **options) -> list:
 
     if not isinstance(problem, Problem):
         raise TheorykitError(f"dmft_scan takes a theorykit.Problem, got {type(problem).__name__}")
-    try:
-        deltas = [float(d) for d in deltas]
-    except (TypeError, ValueError):
-        raise TheorykitError(f"deltas must be a list of numbers, got {deltas!r}") from None
-    if not deltas or any(not (math.isfinite(d) and d > 0) for d in deltas):
-        raise TheorykitError(f"deltas must be positive finite numbers, got {deltas}")
-    if len(set(deltas)) != len(deltas):
-        raise TheorykitError(f"deltas must not repeat, got {deltas}")
+    from .._checks import check_deltas
+
+    deltas = check_deltas(deltas)
     if "exclude" in options:
         raise TheorykitError("dmft_scan sets the path exclusion itself")
     first = dmft(problem.replace(delta=deltas[0]), **options)
