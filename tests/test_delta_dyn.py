@@ -119,7 +119,7 @@ def test_threshold_cli_dyn_refuses_bad_ranges():
     from theorykit.cli import main
 
     for bad in (["--dyn", "10", "11"], ["--dyn", "5", "20", "--width", "2"], ["--dyn", "2", "8", "--dyn-deltas", "14"],
-                ["--dyn-deltas", "3", "4"]):
+                ["--dyn-deltas", "3", "4"], ["--nn", "2"]):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             try:
@@ -127,4 +127,4 @@ def test_threshold_cli_dyn_refuses_bad_ranges():
                           + bad)
             except SystemExit as e:
                 rc = e.code
-        assert rc == 2 and len(err.getvalue().strip().splitlines()) == 1 and "--dyn" in err.getvalue(), bad
+        assert rc == 2 and len(err.getvalue().strip().splitlines()) == 1 and bad[0] in err.getvalue(), bad

@@ -95,6 +95,9 @@ def run(args) -> dict:
         from ..thresholds import NN_FIRST_T, geometric_times
 
         nn_times = geometric_times(args.nn, args.nn_points, min(NN_FIRST_T, max(1, args.nn // 4)))
+        if len(nn_times) < 3:  # before the scan: delta_NN's rule needs three grid times
+            raise TheorykitError(f"argument --nn: T_MAX = {args.nn} gives the t grid {nn_times}; delta_NN needs >= 3 "
+                                 "times (raise T_MAX)")
     times = sorted(set(asked) | set(nn_times))  # one scan serves both
     problem = make_problem(args, lo, max(times))
     da = problem.analysis.delta_alg
