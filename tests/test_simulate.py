@@ -268,3 +268,18 @@ def test_population_test_loss_exact_for_polynomial_network():
     M, gram = res.M[0], res.gram[0]
     e = tk.population_loss(tk.Network("quad", "square", 2), "phase-retrieval", M, gram - M.T @ M)
     assert e.value == pytest.approx(res.population_test_loss[0], rel=1e-12)
+
+
+def test_stop_after_escape_ends_the_run_at_the_escape():
+    pr = tk.Problem("gelu", "sign-symmetric", "logistic", 1, delta=10.0, eta=1.0, steps=300)
+    full = tk.simulate(pr, d=150, seed=3)
+    assert full.escape_time is not None and full.settings["stopped_at"] is None
+    for K in (0, 4):
+        r = tk.simulate(pr, d=150, seed=3, stop_after_escape=K)
+        assert r.escape_time == full.escape_time and len(r.t) == full.escape_time + K + 1
+        assert r.settings["stopped_at"] == full.escape_time + K
+        assert np.array_equal(r.overlap, full.overlap[:len(r.t)])  # the same run, cut short
+    never = tk.simulate(pr.replace(delta=2.0, steps=20), d=150, seed=3, stop_after_escape=0)
+    assert never.escape_time is None and len(never.t) == 21
+    with pytest.raises(tk.TheorykitError, match="stop_after_escape"):
+        tk.simulate(pr, d=150, stop_after_escape=-1)

@@ -151,7 +151,7 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     deltas: the scan grid (default ``points`` log-spaced values in ``delta_range``); d or n: the truncation at the
     user's dimension (n = delta d moves with delta) or sample count; paths, replicas, seed and ``dmft_options``: the
     DMFT's (the Problem's step sizes are used to T = max(times); from T = THRESHOLD_DIRECT_FROM_T on, direct Jacobian
-    responses unless ``response`` is given); refine: regula-falsi DMFT solves per t after the
+    responses unless ``response`` is given or an ingredient is kinked); refine: regula-falsi DMFT solves per t after the
     grid.  Errors (one line): no hard direction; no sign change on the grid for some t (with the margins tried);
     an outlier already at the grid's first delta."""
     p, ts = _check_problem(problem, times)
@@ -166,7 +166,9 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
             raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
         deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
     grid = sorted(float(x) for x in deltas)
-    if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options:
+    kinked = bool(p.network.activation.kinks) or p.network.loss.derivative_jumps
+    if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options and not kinked:
+        # (a kinked activation or loss keeps 'auto': only Stein's responses carry its Dirac terms, docs/theory.md §3.1)
         dmft_options = {**dmft_options, "response": "direct"}
     # the margin needs the laws of (D, zeta) only: no hard process (about a fifth of a long solve)
     opts = {**dict(paths=paths, replicas=replicas, seed=seed, bias_check=False, keep_law_at=ts, hard_process=False),

@@ -138,6 +138,8 @@ def add_simulation_arguments(p, with_delta: bool = True):
                    help="ridge lambda >= 0: adds (lambda/2)||Theta||_F^2 (default 0)")
     p.add_argument("--n-test", type=integer(1), default=None, dest="n_test",
                    help="test-set size >= 1 (default max(2000, n))")
+    p.add_argument("--stop-after-escape", type=integer(0), default=None, dest="stop_after_escape", metavar="K",
+                   help="end a run K >= 0 steps after its escape (hard overlap > 0.5); default: run every step")
     add_initial_law_arguments(p)
     return p
 
@@ -177,4 +179,5 @@ def simulation_kwargs(args) -> dict:
     return dict(activation=args.activation, link=args.link, loss=args.loss, width=args.width, a=args.a, b=args.b,
                 d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
                 spectral_T=args.spectral_T, constrained=args.constrained, hessian_every=args.hessian_every,
-                hessian_method=args.hessian_method, n_test=args.n_test, **initial_law(args))
+                hessian_method=args.hessian_method, n_test=args.n_test, stop_after_escape=args.stop_after_escape,
+                **initial_law(args))

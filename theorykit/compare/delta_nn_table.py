@@ -3,6 +3,7 @@ criterion's gamma(delta) from the DMFT next to the finite-d kick test.
 
 Part 1, per setting: :func:`theorykit.thresholds.delta_nn` on a geometric t grid (one delta_star scan; laws truncated
 at n = delta d where D is unbounded below), with its rule's verdict and the whole sequence.
+Part 3: the simulator's escape time from random initialisation against d (bounded setting, d = 200-1600).
 Part 2, per setting and delta: gamma = -d ln m*/dT from :func:`theorykit.dynamics.capture_curve` (a ladder of
 nonlinear DMFT runs from small hard overlaps) fitted on a t range, beside the simulator's late growth rate of a small
 hard overlap (:func:`theorykit.referee.kick_growth_rate`, the same units: a rate of the amplitude |cos|), and
@@ -17,19 +18,27 @@ import time
 
 import numpy as np
 
+from ..errors import TheorykitError
 from ..problem import Problem
 from ..thresholds import delta_dyn, delta_nn
 from .hessian_check import SETTINGS
 from .tables import fmt, log, md_table, now, regenerate_command, write_table
 
-#: Part 1: (setting, T, t grid points, delta range, truncation d or None)
-NN_CASES = [("bounded", 400, 5, (2.0, 14.0), None),
-            ("pr-gelu", 200, 4, (4.0, 40.0), 1000)]
+#: Part 1: (setting, T, t grid points, delta range, truncation d or None, grid deltas)
+NN_CASES = [("bounded", 1000, 6, (4.0, 12.0), None, 6),
+            ("pr-gelu", 1000, 6, (8.0, 40.0), 1000, 6),
+            ("bounded-m2", 400, 5, (3.0, 12.0), None, 6),
+            ("pr-x2", 1000, 5, (2.0, 30.0), 1000, 6),
+            ("pr-relu", 1000, 5, (4.0, 60.0), 1000, 6),
+            ("pr-gelu-m2", 400, 5, (4.0, 40.0), 1000, 6)]
 #: Part 2: (setting, deltas, t range, kick m0, kick d)
 DYN_CASES = [("pr-gelu", (5.0, 6.5, 8.0, 10.0, 12.0, 14.0, 17.0), (25, 100), 0.05, 1000),
              ("bounded", (3.5, 4.25, 5.0, 6.0, 7.0, 8.0, 9.0), (25, 100), 0.05, 1000)]
-QUICK_NN = [("bounded", 40, 3, (2.0, 14.0), None)]
+QUICK_NN = [("bounded", 40, 3, (2.0, 14.0), None, 8)]
 QUICK_DYN = [("pr-gelu", (10.0, 17.0), (20, 40), 0.05, 500)]
+#: Part 3: (setting, deltas, d values, seeds per d, horizon)
+ESCAPE_CASES = [("bounded", (6.0, 7.0, 9.0, 11.0), (200, 400, 800, 1600), {200: 8, 400: 8, 800: 8, 1600: 6}, 1500)]
+QUICK_ESCAPE = [("bounded", (6.0, 11.0), (100, 200, 400), 3, 200)]
 
 
 def _problem(setting: str, delta: float, steps: int) -> Problem:
@@ -37,40 +46,106 @@ def _problem(setting: str, delta: float, steps: int) -> Problem:
     return Problem(act, link, loss, m, delta=delta, eta=eta, steps=steps)
 
 
+def _nn_case(args, case):
+    """One Part 1 row: delta_nn on the case, as plain data (the table's rows, its Markdown row and note); a case that
+    fails records its one-line error instead (the other cases go on)."""
+    s, T, pts, rng, d, points = case
+    t0 = time.time()
+    log(f"delta_NN {s} T={T}")
+    try:
+        r = delta_nn(_problem(s, rng[0], T), T, points_t=pts, first_t=min(25, T // 4), d=d, delta_range=rng,
+                     points=points, paths=args.paths, replicas=4)
+    except TheorykitError as e:
+        return {"rows": [{"part": "nn", "setting": s, "T": T, "error": str(e)}],
+                "body": [s, "—" if d is None else f"n = delta x {d}", "—", f"failed: {e}", "—", "—", "—",
+                         f"{time.time() - t0:.0f}"], "note": f"* {s}: failed: {e}", "rule": None}
+    sec = time.time() - t0
+    seq = r.sequence
+    body = [s, "—" if d is None else f"n = delta x {d}", ", ".join(str(q.t) for q in seq),
+            ", ".join(f"{fmt(q.value)} ± {fmt(q.stderr, 2)}" for q in seq),
+            ", ".join(fmt(q.edge) for q in seq), f"{fmt(r.value)} ± {fmt(r.stderr, 2)}"
+            + ("" if r.converged else " (lower bound)"), fmt(np.bool_(r.converged)), f"{sec:.0f}"]
+    rows = [{"part": "nn", "setting": s, "T": T, "t": q.t, "delta_star": q.value,
+             "delta_star_se": q.stderr, "edge": q.edge, "outlier": q.outlier, "overlap2": q.overlap2,
+             "truncation_n": q.truncation_n, "unbounded": q.unbounded,
+             "D_q1e-3": (q.D_low or {}).get("0.001"), "delta_nn": r.value, "converged": bool(r.converged),
+             "seconds": sec} for q in seq]
+    note = (f"* {s}: {r.note}.  Increments {[round(v, 3) for v in r.increments]}; settling: edge "
+            f"{fmt(r.settled['edge_change'], 2)}, D quantile {fmt(r.settled['D_q1e-3_change'], 2)} (relative).")
+    return {"rows": rows, "body": body, "note": note, "rule": r.rule}
+
+
+#: bump when a change of the solver changes a part's numbers (the cache is keyed by it)
+CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1"}
+
+
+def _cached(args, part: str, case: tuple, compute) -> dict:
+    """compute(args, case) once per (part, case, paths, seeds, version): the record is kept as JSON under
+    ``args.cache``/delta_nn, so an interrupted run resumes where it stopped."""
+    import json
+
+    folder = os.path.join(args.cache, "delta_nn")
+    os.makedirs(folder, exist_ok=True)
+    key = "_".join(str(v) for v in (part, CACHE_VERSION[part], *case, args.paths, args.seeds)).replace(" ", "")
+    fn = os.path.join(folder, "".join(c if c.isalnum() or c in "._-" else "-" for c in key) + ".json")
+    if os.path.exists(fn):
+        with open(fn) as f:
+            log(f"{part} {case[0]}: cached")
+            return json.load(f)
+    rec = compute(args, case)
+    with open(fn + ".tmp", "w") as f:
+        json.dump(rec, f, default=float)
+    os.replace(fn + ".tmp", fn)
+    return rec
+
+
 def part_nn(args, rows, md, cases):
     md.append("## Part 1: delta*(t) on a geometric t grid and delta_NN (spectral criterion)\n")
     md.append("delta_NN = lim delta*(t) by theorykit.thresholds' rule (stated under each row); not converged: the last "
-              "value is a lower bound.  One delta_star scan per setting (8 log-spaced deltas in the range, 2 "
+              "value is a lower bound.  One delta_star scan per setting (log-spaced deltas in the range, 2 "
               f"regula-falsi solves per t, {args.paths} DMFT paths in 4 replicas).\n")
     hdr = ["setting", "truncation", "t grid", "delta*(t) ± se", "edge at delta*(t)", "delta_NN", "converged",
            "seconds"]
-    body = []
-    for s, T, pts, rng, d in cases:
-        t0 = time.time()
-        log(f"delta_NN {s} T={T}")
-        r = delta_nn(_problem(s, rng[0], T), T, points_t=pts, first_t=min(25, T // 4), d=d, delta_range=rng,
-                     points=8, paths=args.paths, replicas=4)
-        sec = time.time() - t0
-        seq = r.sequence
-        body.append([s, "—" if d is None else f"n = delta x {d}", ", ".join(str(q.t) for q in seq),
-                     ", ".join(f"{fmt(q.value)} ± {fmt(q.stderr, 2)}" for q in seq),
-                     ", ".join(fmt(q.edge) for q in seq), f"{fmt(r.value)} ± {fmt(r.stderr, 2)}"
-                     + ("" if r.converged else " (lower bound)"), fmt(np.bool_(r.converged)), f"{sec:.0f}"])
-        for q in seq:
-            rows.append({"part": "nn", "setting": s, "T": T, "t": q.t, "delta_star": q.value,
-                         "delta_star_se": q.stderr, "edge": q.edge, "outlier": q.outlier, "overlap2": q.overlap2,
-                         "truncation_n": q.truncation_n, "unbounded": q.unbounded,
-                         "D_q1e-3": (q.D_low or {}).get("0.001"), "delta_nn": r.value, "converged": r.converged})
-        md.append(f"* {s}: {r.note}.  Increments {[round(v, 3) for v in r.increments]}; settling: edge "
-                  f"{fmt(r.settled['edge_change'], 2)}, D quantile {fmt(r.settled['D_q1e-3_change'], 2)} (relative).")
-    md.append(f"* Rule: {cases and r.rule}.\n")
+    body, rule = [], None
+    for case in cases:
+        rec = _cached(args, "nn", case, _nn_case)
+        rows += rec["rows"]
+        body.append(rec["body"])
+        md.append(rec["note"])
+        rule = rec["rule"] or rule
+    md.append(f"* Rule: {rule}.\n")
     md.append(md_table(hdr, body))
     md.append("")
 
 
-def part_dyn(args, rows, md, cases):
+def _dyn_case(args, case):
+    """One Part 2 setting: delta_dyn from the DMFT and the kick test at each delta, as plain data."""
     from ..referee import kick_growth_rate
 
+    s, deltas, trange, m0, d = case
+    t0 = time.time()
+    log(f"delta_dyn {s} deltas={deltas}")
+    res = delta_dyn(_problem(s, deltas[0], 1), deltas, trange, paths=args.paths, replicas=4)
+    t_dmft = (time.time() - t0) / len(deltas)
+    body, rows = [], []
+    for g in res.gamma:
+        t1 = time.time()
+        kick = kick_growth_rate(_problem(s, g["delta"], 1), d=d, m0=m0, t_range=trange, seeds=range(args.seeds))
+        t_kick = time.time() - t1
+        body.append([s, g["delta"], f"[{trange[0]}, {trange[1]}]", f"{fmt(g['value'], 3)} ± {fmt(g['stderr'], 2)}",
+                     f"{fmt(kick['value'], 3)} ± {fmt(kick['stderr'], 2)}", f"{m0:g}, {d}",
+                     f"{len(kick['escaped_before_window'])}/{len(kick['seeds'])}", f"{t_dmft:.0f} / {t_kick:.0f}"])
+        rows.append({"part": "dyn", "setting": s, "delta": g["delta"], "t1": trange[0], "t2": trange[1],
+                     "gamma_dmft_how": g.get("how", g.get("note")),
+                     "gamma_dmft": g["value"], "gamma_dmft_se": g["stderr"], "gamma_sim": kick["value"],
+                     "gamma_sim_se": kick["stderr"], "kick_m0": m0, "kick_d": d,
+                     "escaped_before_window": len(kick["escaped_before_window"]), "seeds": len(kick["seeds"]),
+                     "delta_dyn": res.value, "delta_dyn_se": res.stderr})
+    dyn = (f"{fmt(res.value)} ± {fmt(res.stderr, 2)}" if math.isfinite(res.value) else f"undefined: {res.reason}")
+    return {"rows": rows, "body": body, "note": f"* {s}: delta_dyn (DMFT) = {dyn}."}
+
+
+def part_dyn(args, rows, md, cases):
     md.append("## Part 2: the dynamical criterion, gamma(delta), DMFT against the finite-d kick test\n")
     md.append("DMFT: m*(T) = the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2) by T, "
               f"from a ladder of 14 runs (m0 in [1e-4, 0.5], {args.paths} paths in 4 replicas); gamma = -d ln m*/dT "
@@ -81,27 +156,59 @@ def part_dyn(args, rows, md, cases):
     hdr = ["setting", "delta", "t range", "gamma DMFT ± se", "gamma finite d ± se", "kick m0, d", "escaped before window",
            "seconds (DMFT / finite d)"]
     body = []
-    for s, deltas, trange, m0, d in cases:
-        t0 = time.time()
-        log(f"delta_dyn {s} deltas={deltas}")
-        res = delta_dyn(_problem(s, deltas[0], 1), deltas, trange, paths=args.paths, replicas=4)
-        t_dmft = (time.time() - t0) / len(deltas)
-        for g in res.gamma:
-            t1 = time.time()
-            kick = kick_growth_rate(_problem(s, g["delta"], 1), d=d, m0=m0, t_range=trange, seeds=range(args.seeds))
-            t_kick = time.time() - t1
-            body.append([s, g["delta"], f"[{trange[0]}, {trange[1]}]", f"{fmt(g['value'], 3)} ± {fmt(g['stderr'], 2)}",
-                         f"{fmt(kick['value'], 3)} ± {fmt(kick['stderr'], 2)}", f"{m0:g}, {d}",
-                         f"{len(kick['escaped_before_window'])}/{len(kick['seeds'])}", f"{t_dmft:.0f} / {t_kick:.0f}"])
-            rows.append({"part": "dyn", "setting": s, "delta": g["delta"], "t1": trange[0], "t2": trange[1],
-                         "gamma_dmft_how": g.get("how", g.get("note")),
-                         "gamma_dmft": g["value"], "gamma_dmft_se": g["stderr"], "gamma_sim": kick["value"],
-                         "gamma_sim_se": kick["stderr"], "kick_m0": m0, "kick_d": d,
-                         "escaped_before_window": len(kick["escaped_before_window"]), "seeds": len(kick["seeds"]),
-                         "delta_dyn": res.value, "delta_dyn_se": res.stderr})
-        dyn = (f"{fmt(res.value)} ± {fmt(res.stderr, 2)}" if math.isfinite(res.value) else f"undefined: {res.reason}")
-        md.append(f"* {s}: delta_dyn (DMFT) = {dyn}.")
+    for case in cases:
+        rec = _cached(args, "dyn", case, _dyn_case)
+        rows += rec["rows"]
+        body += rec["body"]
+        md.append(rec["note"])
     md.append("")
+    md.append(md_table(hdr, body))
+    md.append("")
+
+
+def part_escape(args, rows, md, cases):
+    """Part 3: the simulator's escape time (first step with hard overlap > 1/2) against d, from random initialisation:
+    fast escape that grows like ln d above delta_NN, none or slow below it."""
+    from ..referee import sweep
+
+    md.append("## Part 3: the simulator's escape time against d (bounded setting)\n")
+    md.append("GD from random initialisation (theorykit.sweep, each run stopped at its escape: the first step with "
+              "hard overlap cos^2 > 1/2).  Per delta and d: the fraction escaped by the horizon, and the median and "
+              "quartiles of the escape time over the runs that escaped.  Slope: least squares of the median escape "
+              "time against ln d over the d where every run escaped (steps per e-fold of d); a fast escape is "
+              "t ~ a + b ln d.\n")
+    hdr = ["setting", "delta", "d", "horizon", "escaped", "median escape time", "quartiles", "slope b (per ln d)",
+           "seconds"]
+    body = []
+    for s, deltas, ds, seeds, horizon in cases:
+        folder = os.path.join(args.cache, "delta_nn")
+        os.makedirs(folder, exist_ok=True)
+        pr = _problem(s, deltas[0], horizon)
+        per = {}
+        for d in ds:
+            t0 = time.time()
+            log(f"escape {s} d={d}")
+            csv = os.path.join(folder, f"escape_{s}_d{d}_T{horizon}.csv")
+            df = sweep(list(deltas), range(seeds[d] if isinstance(seeds, dict) else seeds), problem=pr, d=d,
+                       stop_after_escape=0, csv=csv, processes=args.processes, quiet=True)
+            sec = time.time() - t0
+            for dl in deltas:
+                g = df[df.delta == dl]
+                esc = g.escape_time.dropna().to_numpy(dtype=float)
+                per[(dl, d)] = (len(esc), len(g), esc, sec / len(deltas))
+        for dl in deltas:
+            full = [(d, float(np.median(per[(dl, d)][2]))) for d in ds if per[(dl, d)][0] == per[(dl, d)][1] > 0]
+            slope = (float(np.polyfit(np.log([d for d, _ in full]), [v for _, v in full], 1)[0]) if len(full) >= 3
+                     else float("nan"))
+            for d in ds:
+                ne, nr, esc, sec = per[(dl, d)]
+                med = float(np.median(esc)) if ne else float("nan")
+                q = np.percentile(esc, [25, 75]) if ne else [float("nan")] * 2
+                body.append([s, dl, d, horizon, f"{ne}/{nr}", fmt(med), f"{fmt(q[0])}-{fmt(q[1])}" if ne else "—",
+                             fmt(slope) if d == ds[0] else "", f"{sec:.0f}"])
+                rows.append({"part": "escape", "setting": s, "delta": dl, "d": d, "horizon": horizon,
+                             "escaped": ne, "runs": nr, "escape_median": med, "escape_q25": q[0], "escape_q75": q[1],
+                             "escape_slope_lnd": slope})
     md.append(md_table(hdr, body))
     md.append("")
 
@@ -111,17 +218,26 @@ def main(argv=None, *, prog=None, root=None):
     ap.add_argument("--quick", action="store_true", help="one tiny case per part (a few minutes)")
     ap.add_argument("--paths", type=int, default=16384, help="DMFT paths (default 16384)")
     ap.add_argument("--seeds", type=int, default=8, help="finite-d seeds of the kick test (default 8)")
-    ap.add_argument("--parts", default="12", help="which parts (default 12)")
+    ap.add_argument("--parts", default="123", help="which parts (default 123)")
+    ap.add_argument("--processes", type=int, default=None, help="simulator processes of Part 3 (default: CPUs)")
     ap.add_argument("--out", default=None, help="table stem (default tables/delta_nn)")
+    ap.add_argument("--cache", default=None, help="folder of finished cases (default tables/.cache): an "
+                    "interrupted run resumes there")
+    ap.add_argument("--cases", default=None, help="comma-separated settings to run (default: all of the part)")
     args = ap.parse_args(argv)
     root = root or os.getcwd()
     stem = args.out or os.path.join(root, "tables", "delta_nn" + ("_quick" if args.quick else ""))
+    args.cache = args.cache or os.path.join(root, "tables", ".cache")
     started, t0 = now(), time.time()
     rows, md = [], []
+    pick = (lambda cases: cases) if not args.cases else \
+        (lambda cases: [c for c in cases if c[0] in args.cases.split(",")])
     if "1" in args.parts:
-        part_nn(args, rows, md, QUICK_NN if args.quick else NN_CASES)
+        part_nn(args, rows, md, pick(QUICK_NN if args.quick else NN_CASES))
     if "2" in args.parts:
-        part_dyn(args, rows, md, QUICK_DYN if args.quick else DYN_CASES)
+        part_dyn(args, rows, md, pick(QUICK_DYN if args.quick else DYN_CASES))
+    if "3" in args.parts:
+        part_escape(args, rows, md, pick(QUICK_ESCAPE if args.quick else ESCAPE_CASES))
     cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k))
     write_table(stem, rows, cols, md, title="delta_NN and the dynamical criterion",
                 command=regenerate_command(prog or "python scripts/delta_nn_table.py", argv or []),

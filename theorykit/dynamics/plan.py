@@ -18,6 +18,24 @@ from .hard_process import HARD_RANK, HARD_RESIDUAL
 STEIN_MIN_ETA = 0.25
 #: default memory budget for the response arrays, bytes per replica
 RESPONSE_MEMORY = 1.2e9
+#: fine lags W of the dyadic source grid that fine_lags="auto" takes for long horizons (docs/theory.md §3, numerics:
+#: R_u(t, s) interpolated in s with spacing / lag <= 2 / W)
+DYADIC_FINE_LAGS = 16
+
+
+def _resp_bytes(T: int, m: int, W) -> int:
+    """Bytes of direct-Jacobian history per response path: every source (W None) or the dyadic grid."""
+    from .responses import dyadic_response_floats
+
+    blocks = (T + 1) ** 2 if W is None else dyadic_response_floats(T, W)
+    return blocks * m * m * 4
+
+
+def _resp_flops(T: int, m: int, W) -> float:
+    """Multiply-adds per response path of the direct Jacobians to T (every source, or about 0.375 W T^2 on the grid)."""
+    return ((T + 1) ** 3 / 3 if W is None else 0.375 * W * (T + 1) ** 2 + W * W * (T + 1) / 2) * m ** 3
+
+
 #: response="auto" takes direct Jacobians on the whole batch when they fit in RESPONSE_MEMORY and cost at most this
 #: many multiply-adds per replica ((T+1)^3 m^3 N / 3)
 DIRECT_AUTO_FLOPS = 1e10
@@ -79,6 +97,7 @@ class Plan:
     window: int
     kinked: bool
     bias_check: bool
+    fine_lags: Optional[int]
     batch_args: tuple
     n_main: int
     n_resp: int
@@ -87,12 +106,17 @@ class Plan:
 
 
 def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
-              bias_check, processes, kinks) -> Plan:
+              bias_check, processes, kinks, fine_lags="auto") -> Plan:
     """The :class:`Plan` of a solve (docs/theory.md §3, numerics): latent rule with its accuracy check, response
     estimator ('auto': direct Jacobians on the whole batch when they fit, else Stein for steps >= STEIN_MIN_ETA,
     else direct on a sub-batch; Stein only with a kink), bias check ('auto': on with Stein), batch sizes (powers of
-    two for Sobol) and a memory guard (one-line error above 60% of the machine)."""
+    two for Sobol) and a memory guard (one-line error above 60% of the machine).  fine_lags ('auto', None or an
+    int >= 2): direct Jacobians for every source time (None) or on the dyadic grid with that many fine lags
+    (:class:`theorykit.dynamics.responses.DyadicJacobians`); 'auto' takes the grid with DYADIC_FINE_LAGS where the
+    full Jacobians would not fit on the whole batch and the grid does better."""
     m, k, T = net.m, lk.k, len(etas)
+    if fine_lags not in ("auto", None):
+        fine_lags = check_int("fine_lags", fine_lags, 2)
     nlat = k + (1 if lk.noisy else 0)
     latent_auto = None
     if latent == "auto":
@@ -126,8 +150,12 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
             n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
         else:
             n_est = 1 << int(math.log2(max(per_rep, 1)))
-        whole = (not window and n_est * (T + 1) ** 2 * m * m * 4 <= RESPONSE_MEMORY
-                 and (T + 1) ** 3 / 3 * m ** 3 * n_est <= DIRECT_AUTO_FLOPS)
+        def fits(W):  # the whole batch's direct Jacobians, every source (W None) or on the dyadic grid
+            return (not window and n_est * _resp_bytes(T, m, W) <= RESPONSE_MEMORY
+                    and _resp_flops(T, m, W) * n_est <= DIRECT_AUTO_FLOPS)
+        whole = fits(None if fine_lags == "auto" else fine_lags)
+        if not whole and fine_lags == "auto" and fits(DYADIC_FINE_LAGS):
+            whole, fine_lags = True, DYADIC_FINE_LAGS
         response = "direct" if whole or float(np.min(etas)) < STEIN_MIN_ETA else "stein"
         if whole:
             response_paths = None
@@ -154,7 +182,16 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
 
     def pow2(v):  # Sobol nets are balanced at powers of two
         return 1 << int(math.log2(max(v, 1))) if sampler == "sobol" else max(v, 1)
-    bytes_per_resp = (T + 1) ** 2 * m * m * 4
+    if response != "direct":
+        fine_lags = None
+    elif fine_lags == "auto":
+        # the dyadic grid where the full Jacobians would leave most of the main batch without responses
+        full_cap = RESPONSE_MEMORY // _resp_bytes(T, m, None)
+        fine_lags = (DYADIC_FINE_LAGS if full_cap < per_replica and T > 2 * DYADIC_FINE_LAGS
+                     and response_paths is None else None)
+    if fine_lags is not None and fine_lags >= T:
+        fine_lags = None  # every source stays on the grid: the full estimator
+    bytes_per_resp = _resp_bytes(T, m, fine_lags)
     resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
     if latent == "gauss-hermite":
         if nlat > 3:
@@ -183,5 +220,5 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
                              f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
     return Plan(latent=latent, latent_auto=latent_auto, order=order, response=response, auto=auto, window=window,
-                kinked=kinked, bias_check=bool(bias_check), batch_args=batch_args, n_main=n_main, n_resp=n_resp,
+                kinked=kinked, bias_check=bool(bias_check), fine_lags=fine_lags, batch_args=batch_args, n_main=n_main, n_resp=n_resp,
                 memory=mem, processes=procs)

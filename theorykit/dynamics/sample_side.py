@@ -15,7 +15,7 @@ from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
 from .plan import hermite_rule
-from .responses import direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
+from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
 
 #: |r| or gram entries above this count as divergence
 DIVERGENCE_LIMIT = 1e8
@@ -119,7 +119,7 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None,
-                horizon=None, hard_process=True) -> dict:
+                horizon=None, hard_process=True, fine_lags=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
@@ -134,7 +134,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     horizon: the driving normals are drawn for max(T, horizon) GD steps and the first T + 1 used, so that a solve to
     T <= horizon is exactly the first T steps of the solve to horizon with the same seed (the threshold search
     refines each t with solves to t only).  hard_process=False skips the hard-direction process (C_mu stays empty;
-    the laws keep zeta)."""
+    the laws keep zeta).  fine_lags: with response="direct", None propagates the Jacobians of every source time, an
+    int W only those of the dyadic source grid (:class:`theorykit.dynamics.responses.DyadicJacobians`)."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
     Kp = 0  # spectral prefix steps
@@ -191,7 +192,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     # reads the history twice (one GEMM for w^t and the memory term, one for C_u(t, .) and E[u^t xi^sT])
     H = np.zeros((T + 1, 2 * m, N))
     L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
-    K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" else None)
+    dyadic = DyadicJacobians(T, m, NR, fine_lags) if response == "direct" and fine_lags else None
+    K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" and dyadic is None else None)
     W = window if response == "stein" else 0
     Kw = np.zeros((max(W, 1), max(W, 1), m, N, m)) if W else None  # recent responses (ring buffer), see below
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
@@ -343,6 +345,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                 window_lags(Ru, Kw, W, t, lo, par.R, der, wt, m, N)
             if lo:  # older lags by Stein's lemma on w = L xi
                 Ru[t, :lo] = stein_lags(E[1 + kH, :, :lo, :m], Ru[t, lo:t + 1], L, t, lo, m)
+        elif dyadic is not None:
+            dyadic.step(Ru, t, par.R, der, rwt)
         elif response == "direct":
             direct_lags(Ru, K, t, par.R, der, rwt, m, NR)
         if t < T:

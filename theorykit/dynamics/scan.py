@@ -36,6 +36,7 @@ def dmft_scan(problem, deltas, **options) -> list:
                   window=(st["window"] or 0), bias_check=bool(st["bias_check"]))
     if st["response"] == "direct":
         frozen["response_paths"] = st["response_paths_per_replica"]
+        frozen["fine_lags"] = st["fine_lags"]
     opts = {**options, **frozen}
     results = [first] + [dmft(problem.replace(delta=d), **opts) for d in deltas[1:]]
     union = [np.logical_or.reduce([r.excluded_masks[i] for r in results]) for i in range(len(first.excluded_masks))]

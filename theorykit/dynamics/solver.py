@@ -69,7 +69,7 @@ HARD_RELIABLE_RSE = 0.05
 
 #: keys of the solve's description that are prose (DMFTResult.method), not settings
 METHOD_KEYS = ("latent_auto", "response_auto", "excluded", "stderr", "test_loss", "hard_reliable_until", "hard_process",
-               "D_tail", "kinks")
+               "D_tail", "kinks", "response_sources")
 
 
 def _kink_settings(net, response: str, window: int):
@@ -138,7 +138,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
          bias_check="auto", keep_law_at=(), exclude=None, init: str = "random", spectral_T=None,
          spectral_steps: int = 100, spectral_eta: float = 1.0, spectral_m0: float = 1e-2,
-         horizon: Optional[int] = None, hard_process: bool = True) -> DMFTResult:
+         horizon: Optional[int] = None, hard_process: bool = True, fine_lags="auto") -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -170,7 +170,12 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     ``horizon`` steps and use the first ``steps``, so that the solve is exactly the first ``steps`` steps of the solve
     to ``horizon`` with the same seed and choices (a prefix; default: the solve's own steps).  hard_process=False
     skips the hard-direction process (about a fifth of a long solve; C_mu empty, no finite-d capture prediction) for
-    callers that only need the easy dynamics and the laws (the threshold search).  Returns a :class:`DMFTResult`.
+    callers that only need the easy dynamics and the laws (the threshold search).  fine_lags ("auto", None or an
+    int W >= 2), with response="direct": None propagates the Jacobians of every source time s (cost (T+1)^3 m^3 / 3
+    and memory (T+1)^2 m^2 floats per response path); W only those of a dyadic grid of sources (all s at lags < W,
+    every 2^j-th s at lags in [2^(j-1) W, 2^j W)) with R_u(t, s) linearly interpolated in s between them (about
+    0.375 W T^2 m^3 and T W log2(T/W) / 2 m^2 floats: docs/theory.md §3, numerics); "auto" takes W =
+    DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.  Returns a :class:`DMFTResult`.
     """
     from ..problem import Problem
 
@@ -262,7 +267,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
 
     plan = make_plan(net, lk, hard_basis, (etas if prefix is None else np.concatenate([np.full(spectral_steps, spectral_eta), etas])), paths=paths, replicas=replicas, latent=latent, order=order,
                      response=response, response_paths=response_paths, window=window, sampler=sampler,
-                     bias_check=bias_check, processes=processes, kinks=kinks)
+                     bias_check=bias_check, processes=processes, kinks=kinks, fine_lags=fine_lags)
     latent, latent_auto, order, response, auto = plan.latent, plan.latent_auto, plan.order, plan.response, plan.auto
     window, kinked, bias_check, batch_args, procs = (plan.window, plan.kinked, plan.bias_check, plan.batch_args,
                                                      plan.processes)
@@ -284,7 +289,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         horizon = _check_int("horizon", horizon, T)
         _check_kernel_memory(horizon, m, k, 1)  # the innovations are drawn to the horizon
     jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window,
-             None, keep_law_at, (None if exclude is None else exclude[i]), prefix, horizon, hard_process)
+             None, keep_law_at, (None if exclude is None else exclude[i]), prefix, horizon, hard_process, plan.fine_lags)
             for i, s in enumerate(seeds)]
     if bias_check:
         # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
@@ -294,7 +299,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         else:
             half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
         jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
-                  sampler, response, window, None, (), None, prefix, None, hard_process)
+                  sampler, response, window, None, (), None, prefix, None, hard_process, plan.fine_lags)
                  for s in root_seq.spawn(replicas)]
     # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
     bar = _Progress(len(jobs), label="dmft", unit=("replica solves" if not bias_check else
@@ -444,7 +449,10 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                            f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not kinked else
                            "stein: the only estimator exact with a kinked activation or loss") if auto else None),
         "kinks": _kink_settings(net, response, window),
-        "window": (window if response == "stein" else None), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
+        "window": (window if response == "stein" else None), "fine_lags": plan.fine_lags,
+        "response_sources": (None if response != "direct" else "every source time s" if plan.fine_lags is None else
+                             f"dyadic source grid: every s at lags < {plan.fine_lags}, every 2^j-th s at lags in "
+                             f"[2^(j-1), 2^j) x {plan.fine_lags}; R_u(t, s) linearly interpolated in s between them"), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
         "horizon": horizon, "hard_process_solved": bool(hard_process and hard_basis.shape[1]),
         "processes": procs,
         "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not bias_check else

@@ -417,7 +417,7 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
              spectral_T=None, constrained: bool = defaults.SIM_CONSTRAINED, seed: int = defaults.SIM_SEED,
              hessian_every: int = defaults.SIM_HESSIAN_EVERY, hessian_k: int = defaults.SIM_HESSIAN_K,
              hessian_method: str = defaults.SIM_HESSIAN_METHOD, n_test: Optional[int] = None,
-             progress: bool = False) -> SimulationResult:
+             progress: bool = False, stop_after_escape: Optional[int] = None) -> SimulationResult:
     """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
 
     Two forms with the same numbers:
@@ -436,7 +436,9 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
     hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never), with
     ``theorykit.referee.hessian.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
-    n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.
+    n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.  stop_after_escape: K >= 0
+    ends the run K steps after the escape (the first success; the arrays then stop there and ``settings["stopped_at"]``
+    says where), None runs every step (an escape-time study needs only the escape).
     Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
     :class:`TheorykitError` before anything is allocated.
     """
@@ -461,11 +463,11 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
                           Sigma0=Sigma0, M0=M0)
     return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
                      hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
-                     progress=progress)
+                     progress=progress, stop_after_escape=stop_after_escape)
 
 
 def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
-              hessian_method, n_test, progress) -> SimulationResult:
+              hessian_method, n_test, progress, stop_after_escape=None) -> SimulationResult:
     from ..symbolic.ingredients import preprocessing
 
     delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
@@ -486,6 +488,8 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     lk = problem.link_obj
     m, k = net.m, lk.k
     n, n_test = check_request(problem, d, steps=steps, n_test=n_test, spectral=init == "spectral")
+    if stop_after_escape is not None:
+        stop_after_escape = check_int("stop_after_escape", stop_after_escape, 0)
     hessian_fn = _hessian_function() if hessian_every else None
     T_fn = None
     if init == "spectral":
@@ -526,7 +530,8 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
         "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
-        "success_threshold": SUCCESS_THRESHOLD, "float": "float64",
+        "success_threshold": SUCCESS_THRESHOLD, "float": "float64", "stop_after_escape": stop_after_escape,
+        "stopped_at": None,
     }
     method_text = {"theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
                    "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)"}
@@ -542,6 +547,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     k_eig = min(hessian_k, d * m)
     bar = Progress(steps, label="simulate", unit="steps") if progress else None  # update(t): t steps done
     inv_n = 1.0 / n
+    escaped_at = None
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for t in range(steps + 1):
@@ -581,7 +587,12 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 last = t
                 if bar is not None:
                     bar.update(t)
+                if escaped_at is None and overlap[t] > SUCCESS_THRESHOLD:
+                    escaped_at = t
                 if t == steps:
+                    break
+                if stop_after_escape is not None and escaped_at is not None and t >= escaped_at + stop_after_escape:
+                    settings["stopped_at"] = t
                     break
                 gd_update(X, derivs, theta, eta if schedule is None else schedule[t], ridge)
                 project(theta)
