@@ -50,8 +50,11 @@ def test_a_rising_sequence_is_a_lower_bound():
 
 def test_one_small_increment_is_not_enough_and_the_edge_must_settle():
     assert not delta_nn_from(_seq([5.0, 6.0, 6.5, 7.0, 7.01])).converged  # only the last increment is small
-    moving_edge = _seq([6.0, 6.5, 6.52, 6.53], edges=[-0.2, -0.1, -0.05, -0.03])
-    assert not delta_nn_from(moving_edge).converged
+    # the edge moves by 0.02 against max(|edge|, |q|) = 0.1: 20%
+    assert not delta_nn_from(_seq([6.0, 6.5, 6.52, 6.53], edges=[-0.2, -0.1, -0.05, -0.03], q=[-0.1] * 4)).converged
+    # an edge tending to 0 as GD converges is measured against the low tail's width (|q|), not against itself
+    to_zero = delta_nn_from(_seq([6.0, 6.5, 6.52, 6.53], edges=[-0.02, -0.01, -0.006, -0.003], q=[-0.37] * 4))
+    assert to_zero.converged and to_zero.settled["edge_change"] == pytest.approx(0.003 / 0.37)
     moving_tail = _seq([6.0, 6.5, 6.52, 6.53], edges=[-0.05] * 4, q=[-0.5, -0.5, -0.5, -0.7])
     r = delta_nn_from(moving_tail)
     assert not r.converged and r.settled["D_q1e-3_change"] == pytest.approx(0.2 / 0.7)

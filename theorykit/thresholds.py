@@ -327,17 +327,21 @@ class DeltaNN:
                              "unbounded": self.unbounded, "truncation": self.truncation, "note": self.note}}
 
 
-def _rel_change(a, b) -> float:
+def _rel_change(a, b, scale=None) -> float:
+    """|a - b| relative to max(|a|, |scale|) (scale: a size the change is measured against when a itself may tend to
+    0, as the bulk edge does when GD converges)."""
     if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
         return math.inf
-    return abs(a - b) / max(abs(a), 1e-12)
+    ref = max(abs(a), abs(scale) if scale is not None and math.isfinite(scale) else 0.0, 1e-12)
+    return abs(a - b) / ref
 
 
 def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTLE_TOL, d: Optional[int] = None,
                   n: Optional[int] = None) -> DeltaNN:
     """delta_NN from a sequence of :class:`DeltaStar` on a t grid (sorted by t; at least 3 times), by the stated
     rule: converged iff the last two increments |delta*(t_k) - delta*(t_{k-1})| are both <= tol x delta*(t_K) and,
-    over the last increment, the edge and the 1e-3 quantile of lambda_min(D) moved by <= settle_tol (relative).
+    over the last increment, the edge and the 1e-3 quantile of lambda_min(D) moved by <= settle_tol (relative; the
+    edge's change relative to max(|edge|, |1e-3 quantile|), since the edge tends to 0 as GD converges).
     Otherwise "not converged by t = t_K", and the value delta*(t_K) is a lower bound."""
     seq = sorted(sequence, key=lambda q: q.t)
     if len(seq) < 3:
@@ -352,7 +356,9 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
     small = [abs(x) <= tol * abs(last.value) for x in inc[-2:]]
     q_last = (last.D_low or {}).get("0.001")
     q_prev = (prev.D_low or {}).get("0.001")
-    settled = {"edge_change": _rel_change(last.edge, prev.edge), "D_q1e-3_change": _rel_change(q_last, q_prev),
+    # the edge tends to 0 from below as GD converges (the bulk of a minimum's Hessian): its change is measured against
+    # the width of D's low tail (|its 1e-3 quantile|) as well as against itself
+    settled = {"edge_change": _rel_change(last.edge, prev.edge, q_last), "D_q1e-3_change": _rel_change(q_last, q_prev),
                "increments_small": small}
     converged = bool(all(small) and settled["edge_change"] <= settle_tol and settled["D_q1e-3_change"] <= settle_tol)
     unb = (True if any(q.unbounded for q in seq) else (None if any(q.unbounded is None for q in seq) else False))
@@ -366,8 +372,8 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
     else:
         note = "D bounded below (or undecided) along the sequence: the law has a left edge at every t"
     rule = (f"converged iff the last two increments of delta*(t) on the t grid are both <= {tol:g} x delta*(T) and "
-            f"the edge and the 1e-3 quantile of lambda_min(D) moved by <= {settle_tol:g} (relative) over the last "
-            "increment; otherwise 'not converged by t = T' and the value is a lower bound")
+            f"the edge and the 1e-3 quantile q of lambda_min(D) moved by <= {settle_tol:g} over the last increment "
+            "(relative: the edge's change against max(|edge|, |q|), as the edge tends to 0 when GD converges); otherwise 'not converged by t = T' and the value is a lower bound")
     return DeltaNN(value=float(last.value), stderr=float(last.stderr), criterion="spectral",
                    definition="delta_NN = lim_t delta*(t), delta*(t) the smallest delta with a hard outlier below the "
                               "Hessian's bulk at GD time t (docs/theory.md §5)",

@@ -147,7 +147,8 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
         raise TheorykitError(f"m0s must be a list of numbers in (0, 1), got {m0s!r}") from None
     if len(m0s) < 2 or not np.all((m0s > 0) & (m0s < 1)) or len(set(m0s)) != len(m0s):
         raise TheorykitError(f"m0s must be >= 2 distinct numbers in (0, 1), got {list(m0s)}")
-    opts = {"bias_check": False, **dmft_options}
+    # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
+    opts = {"bias_check": False, "hard_process": False, **dmft_options}
     cos2 = np.full((len(m0s), T + 1), np.nan)
     rep = None  # (replicas, rungs, T+1): each replica's own cos^2 (its own M and C_theta)
     for i, m0 in enumerate(m0s):
