@@ -7,27 +7,7 @@ import pytest
 
 import theorykit as tk
 from theorykit.dynamics.plan import DYADIC_FINE_LAGS, _resp_bytes
-from theorykit.dynamics.responses import DyadicJacobians, dyadic_drop_lag, dyadic_response_floats
-
-
-def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int) -> None:
-    """Reference (the solver's estimator before the dyadic grid, kept here only): R_u(t, s) for s < t on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s, J^t_t = I,
-    K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the sum over s'
-    is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and
-    K[:, t]."""
-    tm = t * m
-    g = der.grad_f[:NR].T          # (m, NR)
-    gl = g * der.l2[:NR]
-    cv_ = der.curv[:NR].T          # (m, NR)
-    if t:
-        Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
-        J = np.empty((t, m, NR, m), dtype=np.float32)
-        for s_ in range(t):
-            np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m), out=J[s_].reshape(m, NR * m))
-        gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
-        K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
-        Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
-    K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+from theorykit.dynamics.responses import DyadicJacobians, direct_lags, dyadic_drop_lag, dyadic_response_floats
 
 
 def _random_step_inputs(T, m, N, rng):

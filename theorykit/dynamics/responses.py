@@ -4,8 +4,8 @@
   derivative of u, so it is exact for kinked ingredients; its noise grows as the innovations L(s, s) shrink
   (:func:`stein_lags`, and :func:`stein_equal_time` for s = t).
 * Per-path Jacobians J^t_s = sum_{s<=s'<t} R_theta(t, s') D^s' J^s'_s on the whole batch for the last W lags
-  (:func:`window_lags`), or on a response sub-batch (:class:`DyadicJacobians`: for every source time, or for long
-  horizons on a dyadic grid of source times with R_u interpolated in s between them).
+  (:func:`window_lags`), or on a response sub-batch for every lag (:func:`direct_lags`), or for long horizons on a
+  dyadic grid of source times with R_u interpolated in s between them (:class:`DyadicJacobians`).
 
 Each function advances one time t in place (or returns the block it computes); the sample side calls them.
 """
@@ -58,6 +58,25 @@ def window_lags(Ru, Kw, W: int, t: int, lo: int, R_theta, der, wt, m: int, N: in
     Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
 
 
+def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int) -> None:
+    """R_u(t, s) for s < t on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s, J^t_t = I,
+    K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the sum over s'
+    is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and
+    K[:, t]."""
+    tm = t * m
+    g = der.grad_f[:NR].T          # (m, NR)
+    gl = g * der.l2[:NR]
+    cv_ = der.curv[:NR].T          # (m, NR)
+    if t:
+        Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
+        J = np.empty((t, m, NR, m), dtype=np.float32)
+        for s_ in range(t):
+            np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m), out=J[s_].reshape(m, NR * m))
+        gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
+        K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
+        Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+    K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+
 
 def dyadic_drop_lag(s: int, W: int) -> float:
     """The lag t - s at which source time s leaves the dyadic grid of :class:`DyadicJacobians`: W 2^v with 2^v the
@@ -82,8 +101,8 @@ class DyadicJacobians:
     set at t is a subset of the set at t - 1 plus t: about W + (W/2) log2(t / W) sources instead of t.  R_u(t, s) is
     exact (on the batch) at the active s and linearly interpolated in s between them, with a relative spacing
     (spacing / lag) of at most 2 / W.  Cost per step sum_{active s} (t - s) m^3 NR (about 0.75 W t, against t^2 / 2);
-    memory :func:`dyadic_response_floats` m^2 NR float32.  With W > T every source stays active: the full direct
-    estimator, O(t^2 m^3 NR) per step, with the triangle of K^s'_s stored source by source.
+    memory :func:`dyadic_response_floats` m^2 NR float32.  With W >= T every source stays active: the full direct
+    estimator (:func:`direct_lags`), to rounding.
     """
 
     def __init__(self, T: int, m: int, NR: int, W: int):

@@ -15,7 +15,7 @@ from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
 from .plan import hermite_rule
-from .responses import DyadicJacobians, node_centred, stein_equal_time, stein_lags, window_lags
+from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
 
 #: |r| or gram entries above this count as divergence
 DIVERGENCE_LIMIT = 1e8
@@ -192,10 +192,11 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     # reads the history twice (one GEMM for w^t and the memory term, one for C_u(t, .) and E[u^t xi^sT])
     H = np.zeros((T + 1, 2 * m, N))
     L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
-    # direct responses: every source time (W > T: none leaves the grid) or the dyadic grid of fine_lags
-    dyadic = DyadicJacobians(T, m, NR, fine_lags or T + 2) if response == "direct" else None
+    dyadic = DyadicJacobians(T, m, NR, fine_lags) if response == "direct" and fine_lags else None
+    K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" and dyadic is None else None)
     W = window if response == "stein" else 0
     Kw = np.zeros((max(W, 1), max(W, 1), m, N, m)) if W else None  # recent responses (ring buffer), see below
+    # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
     T_draw = T if horizon is None else max(T, int(horizon) + Kp)
     H[:, :m] = driving_normals(N, N // batch.per_node, T_draw, m, sampler, rng)[:T + 1]
     A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
@@ -346,6 +347,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                 Ru[t, :lo] = stein_lags(E[1 + kH, :, :lo, :m], Ru[t, lo:t + 1], L, t, lo, m)
         elif dyadic is not None:
             dyadic.step(Ru, t, par.R, der, rwt)
+        elif response == "direct":
+            direct_lags(Ru, K, t, par.R, der, rwt, m, NR)
         if t < T:
             keep = 1.0 - etas[t] * ridges[t]
             M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
