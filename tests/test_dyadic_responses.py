@@ -84,11 +84,11 @@ def test_auto_takes_the_grid_only_where_the_full_jacobians_do_not_fit():
     net, lk = Network("gelu", "logistic", 1), make_link("sign-symmetric")
     plan = make_plan(net, lk, np.zeros((1, 0)), np.ones(1000), paths=16384, replicas=4, latent="monte-carlo",
                      order=None, response="direct", response_paths=None, window=0, sampler="sobol",
-                     bias_check=False, processes=1, kinks=net.activation.kinks)
+                     bias_check=False, processes=1)
     assert plan.fine_lags == DYADIC_FINE_LAGS and plan.n_main == 4096 and plan.n_resp >= 2048
     full = make_plan(net, lk, np.zeros((1, 0)), np.ones(1000), paths=16384, replicas=4, latent="monte-carlo",
                      order=None, response="direct", response_paths=None, window=0, sampler="sobol",
-                     bias_check=False, processes=1, kinks=net.activation.kinks, fine_lags=None)
+                     bias_check=False, processes=1, fine_lags=None)
     assert full.fine_lags is None and full.n_resp == 256
     with pytest.raises(tk.TheorykitError, match="fine_lags"):
         tk.dmft(pr, paths=512, replicas=2, processes=1, response="direct", fine_lags=1)

@@ -166,8 +166,7 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
             raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
         deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
     grid = sorted(float(x) for x in deltas)
-    kinked = bool(p.network.activation.kinks) or p.network.loss.derivative_jumps
-    if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options and not kinked:
+    if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options and not p.network.kinked:
         # (a kinked activation or loss keeps 'auto': only Stein's responses carry its Dirac terms, docs/theory.md §3.1)
         dmft_options = {**dmft_options, "response": "direct"}
     # the margin needs the laws of (D, zeta) only: no hard process (about a fifth of a long solve)

@@ -106,7 +106,7 @@ class Plan:
 
 
 def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
-              bias_check, processes, kinks, fine_lags="auto") -> Plan:
+              bias_check, processes, fine_lags="auto") -> Plan:
     """The :class:`Plan` of a solve (docs/theory.md §3, numerics): latent rule with its accuracy check, response
     estimator ('auto': direct Jacobians on the whole batch when they fit, else Stein for steps >= STEIN_MIN_ETA,
     else direct on a sub-batch; Stein only with a kink), bias check ('auto': on with Stein), batch sizes (powers of
@@ -159,7 +159,7 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         response = "direct" if whole or float(np.min(etas)) < STEIN_MIN_ETA else "stein"
         if whole:
             response_paths = None
-    kinked = bool(kinks) or net.loss.derivative_jumps
+    kinked = net.kinked
     if kinked:
         # Propagated Jacobians cannot carry a jump of u = F(r, y) (the chain rule through a jump is not defined; with
         # the Dirac terms averaged over their innovation the Gram came out 9.6% high at t = 6 for ReLU, a = (1, -1),

@@ -178,7 +178,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     Ru = np.zeros((T + 1, T + 1, m, m))
     Cu = np.zeros((T + 1, T + 1, m, m))
     Cu_h = np.zeros((kH, T + 1, T + 1, m, m))  # E[zeta_j^2 u^t u^sT], the hard process' noise covariance
-    kinked_hard = kH > 0 and (bool(net.activation.kinks) or net.loss.derivative_jumps)
+    kinked_hard = kH > 0 and net.kinked
     Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard else None  # R_u^zeta by Stein (kinks only)
     Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
     M = np.zeros((T + 1, k, m))

@@ -267,7 +267,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
 
     plan = make_plan(net, lk, hard_basis, (etas if prefix is None else np.concatenate([np.full(spectral_steps, spectral_eta), etas])), paths=paths, replicas=replicas, latent=latent, order=order,
                      response=response, response_paths=response_paths, window=window, sampler=sampler,
-                     bias_check=bias_check, processes=processes, kinks=kinks, fine_lags=fine_lags)
+                     bias_check=bias_check, processes=processes, fine_lags=fine_lags)
     latent, latent_auto, order, response, auto = plan.latent, plan.latent_auto, plan.order, plan.response, plan.auto
     window, kinked, bias_check, batch_args, procs = (plan.window, plan.kinked, plan.bias_check, plan.batch_args,
                                                      plan.processes)

@@ -158,6 +158,12 @@ class Network:
         return (f"Network(activation={self.activation.name!r}, loss={self.loss.name!r}, m={self.m}, "
                 f"a={list(map(str, self.a_sym))}, b={list(map(str, self.b_sym))})")
 
+    @property
+    def kinked(self) -> bool:
+        """True when sigma' jumps (a kink of the activation) or the loss's derivative jumps in yhat: the Dirac terms
+        of docs/theory.md §3.1, which only Stein's responses carry."""
+        return bool(self.activation.kinks) or bool(self.loss.derivative_jumps)
+
     # ------------------------------------------------------------------ symbolic
     @cached_property
     def r(self) -> tuple:
