@@ -10,7 +10,8 @@ interrupted run keeps what it did and the same call resumes it:
   (or other columns) is refused;
 * jobs whose key already has a row are skipped (a failed row is retried unless ``retry_failed=False``);
 * the rest run in a process pool ('fork', one BLAS thread per process via threadpoolctl; ``processes=1`` runs them
-  in this process), each row flushed as it arrives;
+  in this process), or as tasks on a Dask cluster (``scheduler=ADDRESS``: the distributed engine for sweeps beyond
+  one machine), each row flushed here as it arrives;
 * Ctrl-C terminates the pool at once (the rows written stay) and re-raises KeyboardInterrupt;
 * a job that raises is recorded with ``status = "failed"`` and its one-line error, never dropped; the summary
   (``df.attrs["summary"]``) lists the failures;
@@ -43,6 +44,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -234,12 +236,56 @@ def _call_limited(task, blas_threads):
         return _call(task)
 
 
+def _dask_client(scheduler):
+    """(client, whether we opened it) for a scheduler address or a distributed.Client; one-line errors."""
+    try:
+        import distributed
+    except ImportError:
+        raise TheorykitError("running on a Dask scheduler needs dask[distributed]: pip install 'theorykit[dask]'") \
+            from None
+    if isinstance(scheduler, distributed.Client):
+        return scheduler, False
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise TheorykitError(f"scheduler must be an address such as tcp://127.0.0.1:8786 or a distributed.Client, "
+                             f"got {scheduler!r}")
+    try:
+        return distributed.Client(scheduler.strip(), timeout=DASK_CONNECT_TIMEOUT), True
+    except (OSError, TimeoutError, ValueError) as e:
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise TheorykitError(f"cannot reach the Dask scheduler at {scheduler!r} within {DASK_CONNECT_TIMEOUT:g} s "
+                             f"({msg[:160]})") from None
+
+
+def _run_on_dask(scheduler, tasks, blas_threads, record):
+    """Submit every task to the cluster and record each row as its task finishes (any order)."""
+    import distributed
+
+    client, opened = _dask_client(scheduler)
+    futures = []
+    try:
+        futures = [client.submit(_call_limited, task, blas_threads, pure=False, key=f"theorykit-{uuid.uuid4().hex}")
+                   for task in tasks]
+        for fut in distributed.as_completed(futures):
+            record(*fut.result())
+    except BaseException:
+        client.cancel([f for f in futures if not f.done()])
+        raise
+    finally:
+        if opened:
+            client.close()
+
+
+#: seconds to wait for a Dask scheduler to answer
+DASK_CONNECT_TIMEOUT = 20.0
+
+
 # ------------------------------------------------------------------------------------------------ the runner
 def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, columns: Sequence[str], *,
              settings: Optional[dict] = None, processes: int = 2, json_columns: Sequence[str] = (),
              key_column: str = "job", retry_failed: bool = True, blas_threads: Optional[int] = 1,
              progress: Optional[bool] = None, label: str = "jobs", unit: str = "jobs",
-             deadline: Optional[float] = None, quiet: bool = False, temporary: bool = False) -> pd.DataFrame:
+             deadline: Optional[float] = None, quiet: bool = False, temporary: bool = False,
+             scheduler=None) -> pd.DataFrame:
     """Run ``worker(**kwargs)`` for every job, appending one row per job to the CSV ``out``; resumable.
 
     jobs: dicts, each with a ``"key"`` entry (unique; written as text in column ``key_column``) and the worker's
@@ -256,6 +302,10 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
     progress: the progress bar (:class:`theorykit._checks.Progress`, ``LABEL [###  ] i/n UNIT, k failed``) on
         stderr; None: when stderr is a terminal.  quiet: no line on stderr about failed jobs (the caller reports them).
         temporary: ``out`` is a scratch file the caller removes, so the Ctrl-C message does not offer to resume it.
+    scheduler: a Dask scheduler's address ("tcp://host:8786") or a ``distributed.Client``: the jobs run as Dask tasks
+        on that cluster's workers instead of local processes (``processes`` is then ignored); rows are written here as
+        the tasks finish, so resuming, failures and Ctrl-C (which cancels the tasks not yet finished) work as locally.
+        The workers need theorykit installed.  Needs ``dask[distributed]`` (``pip install theorykit[dask]``).
     Returns a DataFrame with one row per job in job order (values parsed back from the file) and
     ``df.attrs["summary"]`` = {"out", "jobs", "skipped", "ran", "failed": [{"key", "error"}], "not_started", "seconds"}.
     KeyboardInterrupt (Ctrl-C, or raised by a job) terminates the pool, keeps the rows written and is re-raised.
@@ -353,7 +403,9 @@ def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, column
         tasks = [(worker, k, j, deadline) for k, j in todo]
         nproc = min(processes, len(tasks))
         try:
-            if nproc <= 1:
+            if scheduler is not None and tasks:
+                _run_on_dask(scheduler, tasks, blas_threads, record)
+            elif nproc <= 1:
                 for task in tasks:
                     record(*_call_limited(task, blas_threads))
             else:

@@ -114,6 +114,17 @@ def hessian_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = No
     return law, hessian_prediction(law)
 
 
+def spectral_inapplicable(problem) -> Optional[str]:
+    """Why the spectral criterion cannot fire for ``problem`` (None when it can): the Hessian is PSD almost surely
+    (:attr:`theorykit.symbolic.network.Network.hessian_psd`), so delta*(t) is infinite at every t."""
+    net = problem.network
+    if not net.hessian_psd:
+        return None
+    return (f"the Hessian is positive semi-definite almost surely (sigma'' = 0 off its kinks for "
+            f"{net.activation.name!r} and l'' >= 0 for {net.loss.name!r}): it has no negative outlier at any delta "
+            f"and t, so delta*(t) is infinite and the spectral criterion does not apply")
+
+
 def _check_problem(problem, times):
     from .problem import Problem
 
@@ -128,6 +139,9 @@ def _check_problem(problem, times):
     ts = sorted({int(v) for v in raw})
     if np.asarray(problem.analysis.hard_basis, dtype=float).reshape(problem.link_obj.k, -1).shape[1] == 0:
         raise TheorykitError(f"the link {problem.link!r} has no hard direction: delta*(t) is not defined")
+    why = spectral_inapplicable(problem)
+    if why:
+        raise TheorykitError(why + "; use the dynamical criterion (theorykit.delta_dyn)")
     T = max(ts)
     if problem.schedule is not None and len(problem.schedule) < T:
         raise TheorykitError(f"the Problem's schedule has {len(problem.schedule)} steps < max(times) = {T}")

@@ -140,6 +140,9 @@ def add_simulation_arguments(p, with_delta: bool = True):
                    help="test-set size >= 1 (default max(2000, n))")
     p.add_argument("--stop-after-escape", type=integer(0), default=None, dest="stop_after_escape", metavar="K",
                    help="end a run K >= 0 steps after its escape (hard overlap > 0.5); default: run every step")
+    p.add_argument("--kernel", choices=["auto", "fused", "numpy"], default="auto",
+                   help="GD step: fused (one pass over X per step, numba), numpy (two matmuls), or auto (fused for "
+                        "runs estimated >= 5 s when the activation and loss compile); the numbers agree to rounding")
     add_initial_law_arguments(p)
     return p
 
@@ -180,4 +183,4 @@ def simulation_kwargs(args) -> dict:
                 d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
                 spectral_T=args.spectral_T, constrained=args.constrained, hessian_every=args.hessian_every,
                 hessian_method=args.hessian_method, n_test=args.n_test, stop_after_escape=args.stop_after_escape,
-                **initial_law(args))
+                kernel=args.kernel, **initial_law(args))

@@ -1,4 +1,4 @@
-"""theorykit sweep ... --deltas 2,4,6 --seeds 8 [--processes P] [--out FILE.csv] [--json]
+"""theorykit sweep ... --deltas 2,4,6 --seeds 8 [--processes P | --scheduler ADDRESS] [--out FILE.csv] [--json]
 
 With --out the rows are appended as runs finish and rerunning the same command resumes an interrupted sweep (a file
 written with other settings is refused).  Exit status 2, with one line, when every run failed.
@@ -21,6 +21,9 @@ def add_parser(sub):
                                                "integers >= 0 (default 8)")
     p.add_argument("--processes", type=integer(1), default=None,
                    help="worker processes >= 1 (default: all CPUs)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://10.0.0.5:8786 (one task per run; "
+                        "needs dask[distributed] here and theorykit on the workers)")
     p.add_argument("--out", default=None, help="CSV file: settings recorded in its header, each row appended as its "
                                                "run finishes; rerun the same command to resume an interrupted sweep")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
@@ -85,8 +88,10 @@ def run(args) -> dict:
     if len(deltas) * len(seeds) > MAX_RUNS:
         raise TheorykitError(f"{len(deltas)} deltas x {len(seeds)} seeds = {len(deltas) * len(seeds)} runs: at most "
                              f"{MAX_RUNS} in one sweep")
+    if args.scheduler is not None and args.processes is not None:
+        raise TheorykitError("give --processes or --scheduler, not both (a Dask cluster has its own workers)")
     df = sweep(deltas, seeds, processes=args.processes, csv=args.out, progress=args.progress or None, quiet=True,
-               **simulation_kwargs(args))
+               scheduler=args.scheduler, **simulation_kwargs(args))
     bad = failure_message(df)
     if bad and (df.status == "failed").all():
         first = df.iloc[0]

@@ -72,7 +72,7 @@ def add_parser(sub):
 
 def run(args) -> dict:
     from ..errors import TheorykitError
-    from ..thresholds import delta_star
+    from ..thresholds import delta_star, spectral_inapplicable
 
     t0 = time.perf_counter()
     check_args(args)
@@ -101,9 +101,12 @@ def run(args) -> dict:
     times = sorted(set(asked) | set(nn_times))  # one scan serves both
     problem = make_problem(args, lo, max(times))
     da = problem.analysis.delta_alg
-    every = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
-                       paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
-                       progress=bool(args.progress))
+    psd = spectral_inapplicable(problem)
+    if psd and args.dyn is None:
+        raise TheorykitError(psd + "; add --dyn T1 T2 for the dynamical criterion")
+    every = [] if psd else delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
+                                      paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
+                                      progress=bool(args.progress))
     res = [q for q in every if q.t in asked]
     info = da.as_dict()
     out = {"delta_alg": da.value}
@@ -111,6 +114,8 @@ def run(args) -> dict:
         out["delta_alg_reason"] = f"{info.get('reason') or 'delta_alg is infinite for this link'} [{da.method}]"
     out["delta_alg_info"] = info
     out["delta_star"] = [r.as_dict() for r in res]
+    if psd:
+        out["delta_star_reason"] = psd
     if args.dyn is not None:
         import numpy as np
 
@@ -119,7 +124,13 @@ def run(args) -> dict:
         grid = args.dyn_deltas or list(np.geomspace(lo, hi, args.points))
         out["delta_dyn"] = delta_dyn(problem, grid, tuple(args.dyn), paths=args.paths, replicas=args.replicas,
                                      seed=args.seed, progress=bool(args.progress)).as_dict()
-    if args.nn is not None:
+    if args.nn is not None and psd:  # the one criterion that applies: delta_NN is delta_dyn
+        dy = out["delta_dyn"]
+        out["delta_nn"] = {"value": dy["value"], "stderr": dy["stderr"], "criterion": "dynamical", "converged": None,
+                           "evidence": {"note": psd + ", so delta_NN is the dynamical criterion's delta_dyn",
+                                        "rule": "delta_dyn: gamma(delta) = -d ln m*/dT crosses 0 (docs/theory.md §5)",
+                                        "sequence": [], "gamma": dy["gamma"]}}
+    elif args.nn is not None:
         from ..thresholds import delta_nn_from
 
         out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=args.d, n=args.n).as_dict()
@@ -150,8 +161,13 @@ def text(r) -> str:
                      f"{fmt(q['truncation_n'], 'd', '-'):>8} {unb}")
     if r["delta_star"]:
         lines.append(f"  method: {r['delta_star'][0]['method']}")
+    if r.get("delta_star_reason"):
+        lines.append(f"  delta*(t) = infinity: {r['delta_star_reason']}")
     nn = r.get("delta_nn")
-    if nn:
+    if nn and nn["criterion"] == "dynamical":
+        lines.append(f"  delta_NN (dynamical) = {fmt(nn['value'], '.5g')} +- {fmt(nn['stderr'], '.2g')}: "
+                     f"{nn['evidence']['note']}")
+    elif nn:
         ev = nn["evidence"]
         seq = ", ".join(f"{q['t']}: {fmt(q['value'], '.4g')}" for q in ev["sequence"])
         verdict = "converged" if nn["converged"] else f"not converged by t = {ev['by_t']} (a lower bound)"

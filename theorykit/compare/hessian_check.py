@@ -47,6 +47,7 @@ SETTINGS = {
     "pr-relu": ("relu", "phase-retrieval", "square", 1, 0.5),
     "pr-gelu-m2": ("gelu", "phase-retrieval", "square", 2, 1.0),
     "bounded-m2": ("gelu", "sign-symmetric", "logistic", 2, 1.0),
+    "pr-x2-m2": ("quad", "phase-retrieval", "square", 2, 0.05),
 }
 #: Part A cases: (setting, delta, t)
 SPECTRUM_CASES = [

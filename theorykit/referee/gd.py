@@ -40,6 +40,11 @@ Conventions (all recorded in ``result.settings``):
   1e12 * max(1, train loss at t = 0), or whose ||Theta||_F^2 exceeds 1e100; all arrays stop at step t - 1 (no NaN anywhere) and ``diverged_at`` gives the step,
   the loss there (inf when not finite) and a hint on eta.
 * **Per step cost**: one matmul X @ Theta, one X^T @ F, one X_test @ Theta (test loss), plus O((n + n_test) m + d m^2).
+* **Kernel** (``kernel``): "numpy" makes those products with NumPy (two passes over X per step); "fused" makes the
+  step in one pass over X (:mod:`theorykit.referee._fused`: numba, tiles of rows kept in cache, float64; agrees with
+  NumPy to rounding, reproducible bitwise whatever the thread count); "auto" (default) takes "fused" when numba
+  compiles the activation and loss and the run is estimated at >= FUSED_AUTO_SECONDS with NumPy (it compiles in a
+  few seconds, once per process), else "numpy".  ``settings["kernel"]`` says which ran, ``method["kernel"]`` why.
 """
 from __future__ import annotations
 
@@ -69,6 +74,9 @@ HESSIAN_DENSE_MAX = 400
 #: Gauss-Hermite nodes per axis of the per-step population test loss, by the number of Gaussian variables
 #: k + noisy + rank(C_t) (modest: it runs at every step; the error estimate says how good it is)
 POPULATION_ORDER = {1: 100, 2: 64, 3: 24, 4: 12}
+#: kernel "auto" takes the fused kernel for runs estimated (by _check_cost, the NumPy path) at least this long (s)
+FUSED_AUTO_SECONDS = 5.0
+KERNELS = ("auto", "fused", "numpy")
 #: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
 LOSS_GROWTH_LIMIT = 1e12
 THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
@@ -196,11 +204,15 @@ def gd_update(X: np.ndarray, derivs, theta: np.ndarray, eta: float, ridge: float
     Together with ``net.evaluate(X @ theta, y)`` this is one step of the simulator (two matmuls, no (n, d)
     temporary).  Returns theta.
     """
-    g = X.T @ derivs.F  # second matmul
-    g *= eta / X.shape[0]
+    return _apply_update(theta, X.T @ derivs.F, eta / X.shape[0], eta, ridge)  # second matmul
+
+
+def _apply_update(theta, g_sum, scale, eta, ridge):
+    """Theta <- (1 - eta ridge) Theta - scale * g_sum (g_sum = X^T F, scale = eta / n), in place; returns theta."""
+    g_sum *= scale
     if ridge:
         theta *= 1.0 - eta * ridge
-    theta -= g
+    theta -= g_sum
     return theta
 
 
@@ -417,7 +429,8 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
              spectral_T=None, constrained: bool = defaults.SIM_CONSTRAINED, seed: int = defaults.SIM_SEED,
              hessian_every: int = defaults.SIM_HESSIAN_EVERY, hessian_k: int = defaults.SIM_HESSIAN_K,
              hessian_method: str = defaults.SIM_HESSIAN_METHOD, n_test: Optional[int] = None,
-             progress: bool = False, stop_after_escape: Optional[int] = None) -> SimulationResult:
+             progress: bool = False, stop_after_escape: Optional[int] = None, kernel: str = "auto",
+             threads: Optional[int] = None) -> SimulationResult:
     """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
 
     Two forms with the same numbers:
@@ -438,7 +451,9 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     ``theorykit.referee.hessian.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
     n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.  stop_after_escape: K >= 0
     ends the run K steps after the escape (the first success; the arrays then stop there and ``settings["stopped_at"]``
-    says where), None runs every step (an escape-time study needs only the escape).
+    says where), None runs every step (an escape-time study needs only the escape).  kernel: "auto", "fused" or
+    "numpy" (module docstring); threads: the fused kernel's threads (default: the CPUs available; no effect on the
+    numbers).
     Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
     :class:`TheorykitError` before anything is allocated.
     """
@@ -463,11 +478,33 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
                           Sigma0=Sigma0, M0=M0)
     return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
                      hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
-                     progress=progress, stop_after_escape=stop_after_escape)
+                     progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads)
+
+
+def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
+    """(FusedStep or None, settings["kernel"], method["kernel"]) for simulate's ``kernel`` argument."""
+    from ._fused import FusedStep, fused_kernel
+
+    if kernel not in KERNELS:
+        raise TheorykitError(f"kernel must be one of {', '.join(repr(k) for k in KERNELS)}, got {kernel!r}")
+    if threads is not None:
+        threads = check_int("threads", threads, 1)
+    numpy_text = "numpy: X @ Theta and X^T F as two matmuls per step (two passes over X)"
+    if kernel == "numpy":
+        return None, "numpy", numpy_text + " (asked for)"
+    est = _check_cost(n, d, m, steps, n_test)
+    if kernel == "auto" and est < FUSED_AUTO_SECONDS:
+        return None, "numpy", numpy_text + f" (auto: estimated {est:.2g} s < {FUSED_AUTO_SECONDS:g} s, not worth compiling)"
+    fused, why = fused_kernel(net, threads)
+    if fused is None:
+        if kernel == "fused":
+            raise TheorykitError(f"kernel 'fused' is not available for this network: {why}")
+        return None, "numpy", numpy_text + f" (auto: the fused kernel is not available: {why})"
+    return fused, "fused", FusedStep.description + f", {fused.threads} thread{'s' if fused.threads > 1 else ''}"
 
 
 def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
-              hessian_method, n_test, progress, stop_after_escape=None) -> SimulationResult:
+              hessian_method, n_test, progress, stop_after_escape=None, kernel="auto", threads=None) -> SimulationResult:
     from ..symbolic.ingredients import preprocessing
 
     delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
@@ -491,6 +528,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     if stop_after_escape is not None:
         stop_after_escape = check_int("stop_after_escape", stop_after_escape, 0)
     hessian_fn = _hessian_function() if hessian_every else None
+    fused, kernel_name, kernel_text = _choose_kernel(kernel, threads, net, n, n_test, d, m, steps)
     T_fn = None
     if init == "spectral":
         T_fn = preprocessing(DEFAULT_SPECTRAL_T if spectral_T is None else spectral_T)
@@ -531,10 +569,11 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
         "success_threshold": SUCCESS_THRESHOLD, "float": "float64", "stop_after_escape": stop_after_escape,
-        "stopped_at": None,
+        "stopped_at": None, "kernel": kernel_name,
     }
     method_text = {"theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
-                   "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)"}
+                   "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
+                   "kernel": kernel_text}
 
     M_hist = np.empty((steps + 1, k, m))
     gram_hist = np.empty((steps + 1, m, m))
@@ -551,9 +590,17 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for t in range(steps + 1):
-                derivs = net.evaluate(X @ theta, y)  # first matmul
-                tr = float(np.sum(derivs.loss)) * inv_n
-                te = float(np.mean(net.loss_values(X_test @ theta, y_test)))
+                if fused is None:
+                    derivs = net.evaluate(X @ theta, y)  # first matmul
+                    tr = float(np.sum(derivs.loss)) * inv_n
+                    te = float(np.mean(net.loss_values(X_test @ theta, y_test)))
+                else:  # one pass over X for the loss and X^T F, one over X_test for the test loss
+                    loss_sum, g_sum = fused.step(X, y, theta)
+                    tr = loss_sum * inv_n
+                    te = fused.loss_sum(X_test, y_test, theta) / n_test
+                    derivs = None
+                    if (t == 0 and not math.isfinite(tr)) or (hessian_every and t % hessian_every == 0):
+                        derivs = net.evaluate(X @ theta, y)  # the per-sample quantities, for the error or Hessian
                 gram = theta.T @ theta
                 norm2 = float(np.trace(gram))
                 if t == 0:
@@ -594,7 +641,11 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 if stop_after_escape is not None and escaped_at is not None and t >= escaped_at + stop_after_escape:
                     settings["stopped_at"] = t
                     break
-                gd_update(X, derivs, theta, eta if schedule is None else schedule[t], ridge)
+                eta_t = eta if schedule is None else schedule[t]
+                if fused is None:
+                    gd_update(X, derivs, theta, eta_t, ridge)
+                else:
+                    _apply_update(theta, g_sum, eta_t / n, eta_t, ridge)
                 project(theta)
     finally:
         if bar is not None:

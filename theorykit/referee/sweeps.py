@@ -110,7 +110,7 @@ def failure_message(df: pd.DataFrame) -> Optional[str]:
 
 
 def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[int] = None,
-          csv: Optional[str] = None, progress: Optional[bool] = None, quiet: bool = False,
+          csv: Optional[str] = None, progress: Optional[bool] = None, quiet: bool = False, scheduler=None,
           **simulate_kwargs) -> pd.DataFrame:
     """Run :func:`simulate` for every delta in ``deltas`` and seed in ``seeds`` (same seeds at every delta).
 
@@ -118,6 +118,10 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     ``problem=`` a :class:`theorykit.Problem` (its delta is replaced by each of ``deltas``) with simulate's numeric
     settings (d, init, ...).
     processes: worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
+    scheduler: a Dask scheduler address ("tcp://host:8786") or a ``distributed.Client``: the runs go to that cluster's
+        workers as tasks, one per run, single-threaded (``processes`` is ignored); rows, resuming and the CSV are as
+        with local processes (the scheduler is not part of the settings, so a sweep started locally resumes on a
+        cluster and back).
     csv: a file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If it
         already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
         written with other settings is refused.  Without it the runs go to a temporary file, removed afterwards.
@@ -151,11 +155,16 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
 
         if not isinstance(simulate_kwargs["problem"], Problem):
             raise TheorykitError(f"problem must be a theorykit.Problem, got {type(simulate_kwargs['problem']).__name__}")
-    jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": simulate_kwargs}
-            for dl in deltas for s in seeds]
-    processes = min(processes or os.cpu_count() or 1, len(jobs))
+    n_jobs = len(deltas) * len(seeds)
+    processes = min(processes or os.cpu_count() or 1, n_jobs)
     if processes < 1:
         raise TheorykitError("processes must be >= 1")
+    # the fused GD kernel's threads: the CPUs shared among the workers (the numbers do not depend on it)
+    # (on a Dask cluster every worker thread runs one task: one thread each)
+    run_kwargs = {"threads": 1 if scheduler is not None else max(1, (os.cpu_count() or 1) // processes),
+                  **simulate_kwargs}
+    jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": run_kwargs}
+            for dl in deltas for s in seeds]
     settings = _settings(deltas, seeds, simulate_kwargs)
     tmp = None
     if csv:
@@ -165,7 +174,7 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         out = os.path.join(tmp, "sweep.csv")
     try:
         df = run_jobs(jobs, _run_one, out, COLUMNS, settings=settings, processes=processes, progress=progress,
-                      label="sweep", unit="runs", quiet=True, temporary=tmp is not None)
+                      label="sweep", unit="runs", quiet=True, temporary=tmp is not None, scheduler=scheduler)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

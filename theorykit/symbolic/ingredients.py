@@ -102,6 +102,12 @@ class Activation:
         return sp.diff(self.expr, cv.X)
 
     @cached_property
+    def d1_numeric(self) -> sp.Expr:
+        """sigma' with DiracDelta terms dropped (e.g. x*Heaviside(x) has sigma' = Heaviside(x) + x*DiracDelta(x)): its
+        almost-sure value, the one the vectorised functions evaluate."""
+        return drop_dirac(self.d1_expr)[0]
+
+    @cached_property
     def d2_distribution(self) -> sp.Expr:
         """sigma'' including DiracDelta terms."""
         return sp.diff(self.expr, cv.X, 2)
@@ -133,7 +139,7 @@ class Activation:
     @cached_property
     def numpy(self):
         """u -> (sigma(u), sigma'(u), sigma''(u)), vectorised."""
-        return lambdify_safe([cv.X], (self.expr, self.d1_expr, self.d2_expr), f"sigma_{self.name}")
+        return lambdify_safe([cv.X], (self.expr, self.d1_numeric, self.d2_expr), f"sigma_{self.name}")
 
     def __call__(self, u):
         """sigma(u), vectorised."""
@@ -160,6 +166,11 @@ class Loss:
         return sp.diff(self.expr, cv.YHAT)
 
     @cached_property
+    def d1_numeric(self):
+        """l' with DiracDelta terms dropped (its almost-sure value, evaluated by the vectorised functions)."""
+        return drop_dirac(self.d1_expr)[0]
+
+    @cached_property
     def d2_expr(self):
         return drop_dirac(sp.diff(self.expr, cv.YHAT, 2))[0]
 
@@ -174,7 +185,7 @@ class Loss:
     @cached_property
     def numpy(self):
         """(y, yhat) -> (l, l', l''), vectorised."""
-        return lambdify_safe([cv.Y, cv.YHAT], (self.expr, self.d1_expr, self.d2_expr),
+        return lambdify_safe([cv.Y, cv.YHAT], (self.expr, self.d1_numeric, self.d2_expr),
                              f"loss_{self.name}")
 
     def __str__(self):

@@ -164,6 +164,18 @@ class Network:
         of docs/theory.md §3.1, which only Stein's responses carry."""
         return bool(self.activation.kinks) or bool(self.loss.derivative_jumps)
 
+    @cached_property
+    def hessian_psd(self) -> bool:
+        """True when every per-sample Hessian D_i = l'' grad f grad f^T + l' diag(a_j sigma''(u_j) / m) is positive
+        semi-definite almost surely: sigma'' = 0 off its kinks (ReLU, |x|, a linear sigma) and l'' >= 0 (checked on
+        the grid y in [-10, 10], yhat in [-30, 30]).  Then the empirical Hessian has no negative eigenvalue at any delta
+        and t, so the spectral criterion (a negative hard outlier) never fires (docs/theory.md §5)."""
+        if not sp.simplify(self.activation.d2_expr) == 0:
+            return False
+        Y, F = np.meshgrid(np.linspace(-10.0, 10.0, 41), np.linspace(-30.0, 30.0, 121))
+        l2 = self.loss.numpy(Y.ravel(), F.ravel())[2]
+        return bool(np.all(np.isfinite(l2)) and np.all(l2 >= -1e-12))
+
     # ------------------------------------------------------------------ symbolic
     @cached_property
     def r(self) -> tuple:

@@ -1,0 +1,100 @@
+"""The simulator's fused GD kernel (theorykit/referee/_fused.py) against the NumPy path: one step's loss and X^T F,
+whole runs, thread-count invariance, the fallback and its reasons.  Cases: smooth (GeLU), kinked (ReLU, and a user's
+x*step(x)), bounded (tanh with logistic loss), unbounded (x^2), a custom activation (x*tanh(x)), |x|."""
+import numpy as np
+import pytest
+
+import theorykit as tk
+from theorykit.errors import TheorykitError
+from theorykit.referee._fused import CHUNKS, fused_kernel
+
+CASES = [("gelu", "square", 4), ("relu", "square", 1), ("tanh", "logistic", 2), ("quad", "square", 3),
+         ("x*tanh(x)", "square", 1), ("abs(x)", "square", 5), ("x*step(x)", "logistic", 2)]
+
+
+@pytest.mark.parametrize("act,loss,m", CASES)
+def test_one_step_matches_numpy(act, loss, m):
+    rng = np.random.default_rng(hash((act, loss, m)) % 2**32)
+    a = rng.choice([-1.0, 1.0], m)
+    b = 0.1 * rng.standard_normal(m)
+    net = tk.Network(act, loss, m, a=list(a), b=list(b))
+    fk, why = fused_kernel(net)
+    assert fk is not None, why
+    for n, d in ((1003, 37), (8, 5), (3, 7), (257, 64)):  # remainders of the 4-row tiles and of the chunks
+        X = rng.standard_normal((n, d))
+        theta = rng.standard_normal((d, m)) / np.sqrt(d)
+        y = np.sign(X[:, 0]) if loss == "logistic" else X[:, 0] ** 2
+        loss_sum, g = fk.step(X, y, theta)
+        ref = net.evaluate(X @ theta, y)
+        g_ref = X.T @ ref.F
+        assert g.shape == (d, m)
+        assert np.max(np.abs(g - g_ref)) <= 1e-12 * np.max(np.abs(g_ref))
+        assert loss_sum == pytest.approx(float(np.sum(ref.loss)), rel=1e-12)
+        assert fk.loss_sum(X, y, theta) == loss_sum  # the forward-only pass is the same sum
+
+
+def test_threads_do_not_change_the_numbers():
+    net = tk.Network("gelu", "square", 3)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((999, 50))
+    y = X[:, 0] ** 2
+    theta = rng.standard_normal((50, 3)) / 7
+    outs = [fused_kernel(net, threads)[0].step(X, y, theta) for threads in (1, 2, 3, CHUNKS)]
+    for ls, g in outs[1:]:
+        assert ls == outs[0][0] and np.array_equal(g, outs[0][1])  # bitwise: fixed chunks, summed in order
+
+
+@pytest.mark.parametrize("act,link,loss,m,eta,delta", [
+    ("gelu", "phase-retrieval", "square", 1, 1.0, 12.0),
+    ("relu", "phase-retrieval", "square", 2, 0.5, 8.0),
+    ("gelu", "sign-symmetric", "logistic", 1, 1.0, 9.0),
+    ("quad", "phase-retrieval", "square", 1, 0.05, 6.0)])
+def test_simulate_fused_equals_numpy(act, link, loss, m, eta, delta):
+    kw = dict(delta=delta, d=120, steps=25, eta=eta, seed=3, ridge=0.01, hessian_every=10, hessian_k=3)
+    a = tk.simulate(act, link, loss, m, kernel="numpy", **kw)
+    b = tk.simulate(act, link, loss, m, kernel="fused", **kw)
+    assert a.settings["kernel"] == "numpy" and b.settings["kernel"] == "fused"
+    assert "one pass over X" in b.method["kernel"]
+    for key in ("train_loss", "test_loss", "M", "gram"):
+        x, z = getattr(a, key), getattr(b, key)
+        assert np.max(np.abs(x - z)) <= 1e-9 * np.max(np.abs(x)), key
+    assert a.escape_time == b.escape_time
+    for ha, hb in zip(a.hessian, b.hessian):  # the Hessian steps evaluate the per-sample quantities as before
+        np.testing.assert_allclose(ha["eigenvalues"], hb["eigenvalues"], rtol=1e-7, atol=1e-9)
+
+
+def test_divergence_is_caught_at_the_same_step():
+    kw = dict(delta=4.0, d=60, steps=40, eta=40.0, seed=1)
+    a = tk.simulate("quad", "phase-retrieval", "square", 1, kernel="numpy", **kw)
+    b = tk.simulate("quad", "phase-retrieval", "square", 1, kernel="fused", **kw)
+    assert a.status == b.status == "diverged"
+    assert a.diverged_at["step"] == b.diverged_at["step"]
+    assert np.all(np.isfinite(b.train_loss))
+
+
+def test_auto_and_the_fallback_say_why():
+    small = tk.simulate("gelu", "phase-retrieval", "square", 1, delta=3.0, d=40, steps=3, eta=1.0)
+    assert small.settings["kernel"] == "numpy" and "not worth compiling" in small.method["kernel"]
+    with pytest.raises(TheorykitError, match="erfinv"):
+        tk.simulate("erfinv(tanh(x)/2)", "phase-retrieval", "square", 1, delta=3.0, d=40, steps=3, eta=1.0,
+                    kernel="fused")
+    with pytest.raises(TheorykitError, match="kernel must be one of"):
+        tk.simulate("gelu", "phase-retrieval", "square", 1, delta=3.0, d=40, steps=3, eta=1.0, kernel="gpu")
+    with pytest.raises(TheorykitError, match="threads"):
+        tk.simulate("gelu", "phase-retrieval", "square", 1, delta=3.0, d=40, steps=3, eta=1.0, threads=0)
+
+
+def test_dirac_terms_in_a_users_derivative_are_dropped():
+    """x*step(x) has sigma' = step(x) + x*DiracDelta(x): the vectorised sigma' is its almost-sure value (this
+    used to raise NameError: DiracDelta from inside lambdify)."""
+    net = tk.Network("x*step(x)", "square", 1)
+    s0, s1, _ = net.activation.numpy(np.array([-1.0, 2.0]))
+    assert list(s0) == [0.0, 2.0] and list(s1) == [0.0, 1.0]
+
+
+def test_sweep_workers_use_the_fused_kernel(tmp_path):
+    """Forked workers (a parent that already ran the kernel holds a thread pool that does not survive fork)."""
+    tk.simulate("gelu", "phase-retrieval", "square", 1, delta=3.0, d=60, steps=2, eta=1.0, kernel="fused")
+    df = tk.sweep([3.0, 5.0], [0, 1], activation="gelu", link="phase-retrieval", loss="square", width=1, d=60,
+                  steps=5, eta=1.0, kernel="fused", processes=2, csv=str(tmp_path / "s.csv"))
+    assert list(df["status"]) == ["ok"] * 4

@@ -1,0 +1,331 @@
+"""``theorykit table``: one row per setting (activation x loss x width x link), one value per requested column, each
+with its error and how it was obtained, cached cell by cell so that an interrupted table resumes where it stopped.
+
+Columns (``--columns``, comma-separated; parameters after ``@``, separated by ``:``):
+
+* ``delta_alg``: the link's weak-recovery threshold (docs/theory.md §2), exact where SymPy finds it;
+* ``delta_star@t=T`` (or ``delta_star@t=T:d=D``, the law of D truncated at n = delta D, needed where D is unbounded
+  below): the spectral threshold at GD time T (docs/theory.md §5, :func:`theorykit.delta_star`), with its replica
+  standard error; infinite (with the reason) where the Hessian is PSD almost surely;
+* ``delta_nn@T=T`` (or ``delta_nn@T=T:d=D``): lim delta*(t) on a geometric grid up to T (:func:`theorykit.delta_nn`), with its convergence
+  verdict (a lower bound when not converged);
+* ``finite_d@d=D:T=T``: the delta where the DMFT's matched finite-d capture prediction (docs/theory.md §3.2,
+  m = 1) crosses P(success) = 1/2 at dimension D by horizon T, over the ``--deltas`` grid; band: where its
+  low and high bounds cross 1/2;
+* ``sim@d=D:T=T``: the simulated midpoint: finite-d GD (``theorykit.sweep``) at dimension D for T steps over the
+  ``--deltas`` grid with ``--seeds`` seeds each; success = hard overlap > 1/2 by T; midpoint = the success
+  fraction's crossing of 1/2 (linear interpolation), band = the crossings of its Wilson 95% bounds.
+
+Every cell is a dict {value, stderr, low, high, how, seconds, error}; a cell that raises records its one-line error
+(and is computed again next time) while the other cells go on.  Finished cells are stored in the cache folder as
+JSON, keyed by a hash of the Problem (its to_dict), the column and the numeric options, so rerunning the same command
+reads them back (``status`` in the output says computed or cached).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TheorykitError
+from ..problem import Problem
+
+KINDS = ("delta_alg", "delta_star", "delta_nn", "finite_d", "sim")
+#: the parameters each column kind takes (all integers), and which it requires
+PARAMS = {"delta_alg": (), "delta_star": ("t",), "delta_nn": ("T",), "finite_d": ("d", "T"), "sim": ("d", "T")}
+#: optional parameters: d = the truncation of the law of D at n = delta d (needed where D is unbounded below)
+OPTIONAL = {"delta_star": ("d",), "delta_nn": ("d",)}
+CACHE_VERSION = 1
+DEFAULT_COLUMNS = "delta_alg,delta_star@t=50"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One requested column: its kind and integer parameters (``delta_star@t=50`` -> kind delta_star, t = 50)."""
+
+    kind: str
+    params: tuple = field(default=())  # ((name, value), ...) in PARAMS order
+
+    @property
+    def name(self) -> str:
+        return self.kind + ("@" + ":".join(f"{k}={v}" for k, v in self.params) if self.params else "")
+
+    def get(self, key: str, default=None):
+        return dict(self.params).get(key, default)
+
+
+def parse_columns(text: str) -> list:
+    """'delta_alg,delta_star@t=50,sim@d=400:T=150' -> [Column, ...]; one-line errors for unknown kinds, missing or
+    extra parameters, non-integers."""
+    cols = []
+    for item in [c.strip() for c in str(text).split(",") if c.strip()]:
+        kind, _, rest = item.partition("@")
+        kind = kind.strip()
+        if kind not in KINDS:
+            raise TheorykitError(f"unknown column {kind!r} (columns: {', '.join(KINDS)})")
+        given = {}
+        for part in [p for p in rest.split(":") if p.strip()] if rest else []:
+            k, eq, v = part.partition("=")
+            k = k.strip()
+            allowed = PARAMS[kind] + OPTIONAL.get(kind, ())
+            if not eq or k not in allowed:
+                raise TheorykitError(f"column {item!r}: {kind} takes {', '.join(p + '=N' for p in allowed) or 'no parameters'}")
+            try:
+                n = int(v)
+            except ValueError:
+                raise TheorykitError(f"column {item!r}: {k} must be an integer, got {v!r}") from None
+            if n < 1:
+                raise TheorykitError(f"column {item!r}: {k} must be >= 1, got {n}")
+            given[k] = n
+        missing = [p for p in PARAMS[kind] if p not in given]
+        if missing:
+            raise TheorykitError(f"column {item!r} needs {', '.join(p + '=N' for p in missing)} (e.g. "
+                                 f"{kind}@{':'.join(p + '=' + ('400' if p == 'd' else '100') for p in PARAMS[kind])})")
+        col = Column(kind, tuple((p, given[p]) for p in PARAMS[kind] + OPTIONAL.get(kind, ()) if p in given))
+        if col in cols:
+            raise TheorykitError(f"column {col.name} is given twice")
+        cols.append(col)
+    if not cols:
+        raise TheorykitError("no columns given")
+    return cols
+
+
+def parse_eta(text, activations) -> dict:
+    """'0.5' (every activation) or 'gelu=1,quad=0.05' (per activation, the others 1.0) -> {activation: eta}."""
+    text = str(text).strip()
+    out = {a: 1.0 for a in activations}
+    pairs = [("", text)] if "=" not in text else [p.partition("=")[::2] for p in text.split(",") if p.strip()]
+    for a, v in pairs:
+        a = a.strip()
+        if a and a not in out:
+            raise TheorykitError(f"--eta names {a!r}, which is not among --activations")
+        try:
+            val = float(v)
+        except ValueError:
+            raise TheorykitError(f"--eta must be a number or NAME=NUMBER pairs, got {text!r}") from None
+        out.update({a: val} if a else {k: val for k in out})
+    bad = {a: v for a, v in out.items() if not (math.isfinite(v) and v > 0)}
+    if bad:
+        raise TheorykitError(f"--eta must be > 0, got {bad}")
+    return out
+
+
+@dataclass
+class TableOptions:
+    """Numeric options shared by the cells (part of every cell's cache key)."""
+
+    paths: int = 16384
+    replicas: int = 4
+    seeds: int = 16
+    deltas: tuple = (4.0, 6.0, 8.0, 10.0, 12.0, 16.0)
+    delta_range: tuple = (1.0, 40.0)
+    processes: Optional[int] = None  # simulator processes (not part of the key: no effect on the numbers)
+
+    def key(self) -> dict:
+        return {"paths": self.paths, "replicas": self.replicas, "seeds": self.seeds, "deltas": list(self.deltas),
+                "delta_range": list(self.delta_range)}
+
+
+def cell_key(problem: Problem, column: Column, options: TableOptions) -> str:
+    """Hash of what determines the cell: the Problem, the column and the numeric options."""
+    blob = json.dumps({"problem": problem.to_dict(), "column": column.name, "options": options.key(),
+                       "version": CACHE_VERSION}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+# ------------------------------------------------------------------------------------------------ the cells
+def _cell(value=math.nan, stderr=math.nan, low=math.nan, high=math.nan, how=""):
+    return {"value": float(value), "stderr": float(stderr), "low": float(low), "high": float(high), "how": how}
+
+
+def _delta_alg(problem, col, opt):
+    da = problem.analysis.delta_alg
+    if da.value is None:
+        return _cell(math.inf, 0.0, how=f"infinite: {da.as_dict().get('reason') or 'no spectral weak recovery'} "
+                                        f"[{da.method}]")
+    return _cell(da.value, da.error or 0.0, how=da.method)
+
+
+def _delta_star(problem, col, opt):
+    from ..thresholds import delta_star, spectral_inapplicable
+
+    t = col.get("t")
+    why = spectral_inapplicable(problem)
+    if why:
+        return _cell(math.inf, how=why)
+    q = delta_star(problem.replace(steps=t), [t], delta_range=opt.delta_range, paths=opt.paths,
+                   replicas=opt.replicas, d=col.get("d"))[0]
+    return _cell(q.value, q.stderr, q.bracket[0], q.bracket[1], how=q.method)
+
+
+def _delta_nn(problem, col, opt):
+    from ..thresholds import delta_nn, spectral_inapplicable
+
+    T = col.get("T")
+    why = spectral_inapplicable(problem)
+    if why:
+        return _cell(math.inf, how=why + " (the dynamical criterion applies: theorykit threshold --dyn)")
+    r = delta_nn(problem.replace(steps=T), T, delta_range=opt.delta_range, paths=opt.paths, replicas=opt.replicas,
+                 d=col.get("d"))
+    seq = ", ".join(f"{q.t}: {q.value:.4g}" for q in r.sequence)
+    verdict = "converged" if r.converged else f"not converged by t = {T}: a lower bound"
+    return _cell(r.value, r.stderr, how=f"{r.criterion} criterion, {verdict}; delta*(t) = {seq}")
+
+
+def _crossings(deltas, p, lo, hi):
+    from .stats import midpoint
+
+    mid = midpoint(deltas, p)
+    a, b = midpoint(deltas, hi), midpoint(deltas, lo)
+    return (math.nan if mid is None else mid), (math.nan if a is None else a), (math.nan if b is None else b)
+
+
+def _sim(problem, col, opt):
+    from ..referee.sweeps import summarise, sweep
+
+    d, T = col.get("d"), col.get("T")
+    deltas = list(opt.deltas)
+    df = sweep(deltas, range(opt.seeds), problem=problem.replace(steps=T, delta=deltas[0]), d=d, stop_after_escape=0,
+               processes=opt.processes, quiet=True)
+    failed = df[df.status == "failed"]
+    if len(failed) == len(df):
+        raise TheorykitError(f"every simulator run failed; first: {failed.iloc[0].error}")
+    s = summarise(df)
+    p, lo, hi = (s[c].to_numpy(dtype=float) for c in ("success_probability", "low", "high"))
+    mid, a, b = _crossings(deltas, p, lo, hi)
+    frac = ", ".join(f"{dl:g}: {int(k)}/{int(n)}" for dl, k, n in zip(s.delta, s.successes, s.ok + s.diverged))
+    note = "" if math.isfinite(mid) else " (the success fraction does not cross 1/2 on the grid: widen --deltas)"
+    return _cell(mid, math.nan, a, b, how=f"simulated GD at d = {d}, horizon T = {T}, {opt.seeds} seeds per delta; "
+                                          f"successes {frac}; midpoint = crossing of 1/2 (linear interpolation), band = "
+                                          f"crossings of the Wilson 95% bounds{note}")
+
+
+def _finite_d(problem, col, opt):
+    from ..dynamics.capture import capture_threshold
+    from ..dynamics.solver import dmft
+
+    d, T = col.get("d"), col.get("T")
+    if problem.m != 1:
+        raise TheorykitError("finite_d: the matched capture prediction is for width m = 1")
+    P, lo, hi, parts = [], [], [], []
+    for dl in opt.deltas:
+        pr = problem.replace(delta=float(dl), steps=T)
+        r = dmft(pr, paths=opt.paths, replicas=opt.replicas, bias_check=False)
+        cap = capture_threshold(pr, paths=opt.paths, replicas=opt.replicas)
+        c = r.capture_prediction(d, cap)
+        P.append(c.probability)
+        lo.append(c.low)
+        hi.append(c.high)
+        parts.append(f"{dl:g}: {c.probability:.2f}")
+    mid, a, b = _crossings(list(opt.deltas), P, lo, hi)
+    return _cell(mid, math.nan, a, b, how=f"DMFT matched capture prediction (docs/theory.md §3.2) at d = {d} by T = "
+                                          f"{T}, {opt.paths} paths in {opt.replicas} replicas; P(success) {', '.join(parts)}; "
+                                          f"midpoint = crossing of 1/2, band = crossings of its low and high bounds")
+
+
+COMPUTE = {"delta_alg": _delta_alg, "delta_star": _delta_star, "delta_nn": _delta_nn, "finite_d": _finite_d,
+           "sim": _sim}
+
+
+# ------------------------------------------------------------------------------------------------ the table
+def settings_grid(activations, losses, widths, links) -> list:
+    return [(a, lo, w, lk) for lk in links for a in activations for lo in losses for w in widths]
+
+
+def build(activations, losses, widths, links, columns, eta, options: TableOptions, cache: Optional[str],
+          progress: bool = False, log=None) -> pd.DataFrame:
+    """The table: one row per setting, for every column ``c`` the entries c, c_stderr, c_low, c_high, c_how,
+    c_seconds, c_error, c_status ("computed" | "cached" | "failed"), then the row's total seconds."""
+    from .._checks import Progress
+
+    grid = settings_grid(activations, losses, widths, links)
+    rows = []
+    bar = Progress(len(grid) * len(columns), label="table", unit="cells") if progress else None
+    done = 0
+    if cache:
+        os.makedirs(cache, exist_ok=True)
+    for act, loss, width, link in grid:
+        row = {"activation": act, "loss": loss, "width": width, "link": link, "eta": eta[act]}
+        t_row = time.perf_counter()
+        try:
+            # delta and steps are placeholders: every column sets its own (a scan, a grid, or its T)
+            problem = Problem(act, link, loss, width, eta=eta[act], delta=1.0, steps=1)
+        except TheorykitError as e:
+            problem, bad = None, str(e)
+        for col in columns:
+            c = col.name
+            t0 = time.perf_counter()
+            path = None if (problem is None or not cache) else os.path.join(cache, cell_key(problem, col, options) + ".json")
+            if problem is None:
+                cell, status = {**_cell(), "error": bad}, "failed"
+            elif path and os.path.exists(path):
+                with open(path) as fh:
+                    cell, status = json.load(fh), "cached"
+            else:
+                try:
+                    cell = {**COMPUTE[col.kind](problem, col, options), "error": ""}
+                    cell["seconds"] = round(time.perf_counter() - t0, 2)
+                    status = "computed"
+                    if path:
+                        tmp = path + ".tmp"
+                        with open(tmp, "w") as fh:
+                            json.dump(cell, fh)
+                        os.replace(tmp, path)
+                except TheorykitError as e:
+                    cell, status = {**_cell(), "error": str(e).splitlines()[0] if str(e) else "error"}, "failed"
+            cell.setdefault("seconds", round(time.perf_counter() - t0, 2))
+            for k in ("value", "stderr", "low", "high", "how", "seconds", "error"):
+                row[c if k == "value" else f"{c}_{k}"] = cell.get(k)
+            row[f"{c}_status"] = status
+            done += 1
+            if bar:
+                bar.update(done)
+            if log:
+                log(f"{act} / {loss} / m = {width} / {link}: {c} {status}"
+                    + (f" ({cell['error']})" if cell.get("error") else ""))
+        row["seconds"] = round(sum(float(row.get(f"{col.name}_seconds") or 0.0) for col in columns), 2)
+        row["wall_seconds"] = round(time.perf_counter() - t_row, 2)
+        rows.append(row)
+    if bar:
+        bar.close(done)
+    return pd.DataFrame(rows)
+
+
+def cell_text(row, name: str) -> str:
+    """'value ± stderr' or 'value [low, high]', '∞', or 'failed: ...' for a Markdown cell."""
+    from .tables import fmt
+
+    if row.get(f"{name}_error"):
+        return f"failed: {row[f'{name}_error']}"
+    v, se, lo, hi = (row.get(name), row.get(f"{name}_stderr"), row.get(f"{name}_low"), row.get(f"{name}_high"))
+    if v is not None and isinstance(v, float) and math.isinf(v):
+        return "∞"
+    s = fmt(v)
+    if se is not None and isinstance(se, float) and math.isfinite(se) and se > 0:
+        s += f" ± {fmt(se, 2)}"
+    if lo is not None and hi is not None and all(isinstance(x, float) and math.isfinite(x) for x in (lo, hi)):
+        s += f" [{fmt(lo, 3)}, {fmt(hi, 3)}]"
+    return s
+
+
+def markdown(df: pd.DataFrame, columns) -> list:
+    from .tables import md_table
+
+    hdr = ["activation", "loss", "m", "link", "eta"] + [c.name for c in columns] + ["seconds"]
+    body = [[r["activation"], r["loss"], str(r["width"]), r["link"], f"{r['eta']:g}"]
+            + [cell_text(r, c.name) for c in columns] + [f"{r['wall_seconds']:.0f}"] for r in df.to_dict("records")]
+    lines = [md_table(hdr, body), "", "How each value was obtained:", ""]
+    for r in df.to_dict("records"):
+        for c in columns:
+            how = r.get(f"{c.name}_how")
+            if how and not r.get(f"{c.name}_error"):
+                lines.append(f"* {r['activation']} / {r['loss']} / m = {r['width']} / {r['link']}, {c.name} "
+                             f"({r[f'{c.name}_status']}, {r[f'{c.name}_seconds']} s): {how}")
+    return lines

@@ -1,0 +1,302 @@
+"""The simulator's fused GD kernel: one read of X per step (docs/theory.md §7, "Speed").
+
+One GD step needs r = X Theta, the per-sample gradient F(r, y) and X^T F.  With NumPy these are two passes over X
+(two matmuls, each streaming the whole (n, d) array from memory) with F evaluated in between.  The step is
+memory-bound: with m <= 8 columns a matmul does 2m flops per 8 bytes of X read.  This kernel makes one pass: it
+takes X in tiles of 4 rows, computes their pre-activations, evaluates sigma, sigma', l and l' for them (scalar
+functions compiled from the same SymPy expressions as the NumPy path), and adds their contribution to X^T F while
+the tile is still in cache.  The same kernel without the last part gives the test loss (one read of X_test).
+
+Numbers: float64 throughout, as the NumPy path; the sums are taken in another order, so the two paths agree to
+rounding (tests/test_fused_kernel.py: gradient and losses to 1e-12 relative), not bitwise.  The tiles are split into
+:data:`CHUNKS` fixed chunks whose partial sums are added in a fixed order, so a run is reproducible bitwise whatever
+the number of threads.
+
+It needs numba and scalar versions of the activation and loss that numba compiles (every built-in one does; an
+expression with a function numba's math module lacks, e.g. erfinv, does not).  :func:`fused_kernel` says why when it
+cannot be used; the simulator then falls back to NumPy and records the reason in ``result.method["kernel"]``.
+Before first use the compiled scalar functions are checked against the NumPy ones on a grid of points (agreement to
+1e-12 relative, the same NaN and inf pattern); a disagreement also falls back.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from .. import conventions as cv
+
+#: fixed number of row chunks (partial gradient sums, added in order): the result does not depend on the thread count
+CHUNKS = 8
+#: rows per tile (the kernel below is written out for 4)
+TILE = 4
+#: fastmath flags: reassociation and contraction (vectorised dot products, FMA) but no nnan/ninf, so that NaN and inf
+#: propagate to the divergence check
+FASTMATH = frozenset({"reassoc", "contract", "nsz", "arcp"})
+#: agreement of the compiled scalar functions with the NumPy ones (relative, on CHECK_POINTS)
+CHECK_RTOL = 1e-12
+
+#: SymPy functions the math-module printer and numba handle (others are named when compiling fails)
+_NUMBA_OK = frozenset({"exp", "log", "erf", "erfc", "tanh", "sinh", "cosh", "sin", "cos", "atan", "Abs", "sign",
+                       "Heaviside", "Max", "Min", "sigmoid", "softplus", "Piecewise"})
+
+_cache: dict = {}
+_pools: dict = {}
+
+
+def available_threads() -> int:
+    """The CPUs this process may use (os.sched_getaffinity), at most CHUNKS: the kernel's default thread count."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(CHUNKS, n))
+
+
+def _pool(workers: int):
+    """A thread pool of this process (keyed by pid: a pool inherited through fork has no threads in the child)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = (os.getpid(), workers)
+    if key not in _pools:
+        _pools[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="theorykit-gd")
+    return _pools[key]
+
+
+def _math_extras():
+    import numba
+
+    @numba.njit(error_model="numpy")
+    def softplus(u):
+        return u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
+
+    @numba.njit(error_model="numpy")
+    def sigmoid(u):
+        if u >= 0:
+            return 1.0 / (1.0 + math.exp(-u))
+        e = math.exp(u)
+        return e / (1.0 + e)
+
+    @numba.njit(error_model="numpy")
+    def heaviside(u, h0=0.5):
+        return 1.0 if u > 0 else (0.0 if u < 0 else h0)
+
+    return {"softplus": softplus, "sigmoid": sigmoid, "Heaviside": heaviside}
+
+
+def _scalar(args, exprs, extras):
+    """numba-compiled scalar function args -> tuple(exprs), from SymPy's math-module printer (with common
+    subexpressions shared between the expressions, e.g. GeLU's erf between sigma and sigma')."""
+    import numba
+
+    f = sp.lambdify(args, tuple(exprs), modules=[extras, "math"], cse=True)
+    return numba.njit(error_model="numpy", fastmath=set(FASTMATH))(f)
+
+
+def _agree(a, b) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    same_nan = np.array_equal(np.isnan(a), np.isnan(b))
+    fin = np.isfinite(a) & np.isfinite(b)
+    same_inf = np.array_equal(a[~np.isnan(a) & ~fin], b[~np.isnan(b) & ~fin]) and \
+        np.array_equal(np.isfinite(a), np.isfinite(b))
+    close = np.all(np.abs(a[fin] - b[fin]) <= CHECK_RTOL * np.maximum(1.0, np.abs(b[fin])))
+    return bool(same_nan and same_inf and close)
+
+
+def _check_points():
+    u = np.concatenate([np.linspace(-40.0, 40.0, 801), [0.0, 1e-9, -1e-9, 1e-300, 500.0, -500.0]])
+    y = np.array([-3.0, -1.0, 0.0, 0.5, 1.0, 2.0, 7.5])
+    Y, F = np.meshgrid(y, np.linspace(-20.0, 20.0, 161))
+    return u, Y.ravel(), F.ravel()
+
+
+class FusedStep:
+    """``step(X, y, theta)`` -> (sum_i l(y_i, f_i), X^T F (d, m)) in one read of X; ``loss_sum(X, y, theta)`` -> the
+    loss sum alone.  Built by :func:`fused_kernel` for one network (its activation and loss; a and b are arguments)."""
+
+    description = ("fused (numba): one pass over X per step in tiles of 4 rows (pre-activation, sigma, l', X^T F "
+                   "while the tile is in cache), float64, 8 fixed chunks")
+
+    def __init__(self, net, kernel, threads: Optional[int] = None):
+        self.net, self._kernel = net, kernel
+        self.threads = available_threads() if threads is None else max(1, min(CHUNKS, int(threads)))
+        self.am = np.ascontiguousarray(np.asarray(net.a, dtype=float) / net.m)
+        self.b = np.ascontiguousarray(np.asarray(net.b, dtype=float))
+        self._G = None
+
+    def _run(self, X, y, theta, backward):
+        n, d = X.shape
+        m = theta.shape[1]
+        nch = max(1, min(CHUNKS, -(-n // TILE)))
+        if backward and (self._G is None or self._G.shape != (nch, m, d)):
+            self._G = np.empty((nch, m, d))
+        G = self._G if backward else np.empty((1, 1, 1))
+        L = np.empty(nch)
+        thT = np.ascontiguousarray(theta.T)
+        args = (X, y, thT, self.am, self.b, G, L, nch, backward)
+        workers = min(self.threads, nch)
+        if workers <= 1:
+            self._kernel(*args, 0, nch)
+        else:  # the kernel releases the GIL: one thread per block of chunks
+            bounds = [round(w * nch / workers) for w in range(workers + 1)]
+            list(_pool(workers).map(lambda w: self._kernel(*args, bounds[w], bounds[w + 1]), range(workers)))
+        total = 0.0
+        for c in range(nch):  # fixed order
+            total += L[c]
+        if not backward:
+            return total, None
+        g = G[0].copy()
+        for c in range(1, nch):
+            g += G[c]
+        return total, g.T
+
+    def step(self, X, y, theta):
+        return self._run(X, y, theta, True)
+
+    def loss_sum(self, X, y, theta):
+        return self._run(X, y, theta, False)[0]
+
+
+def _make_kernel(act, loss):
+    import numba
+
+    @numba.njit(nogil=True, fastmath=set(FASTMATH), error_model="numpy")
+    def kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
+        n, d = X.shape
+        m = thT.shape[0]
+        ntile = (n + 3) // 4
+        per = (ntile + nch - 1) // nch
+        for c in range(c0, c1):
+            if backward:
+                G[c, :, :] = 0.0
+            R = np.empty((4, m))
+            F = np.empty((4, m))
+            ls = 0.0
+            for t in range(c * per, min(ntile, (c + 1) * per)):
+                i = 4 * t
+                nr = min(4, n - i)
+                # rows past the end repeat the last row; their F is 0 and their loss is not counted
+                x0 = X[i]
+                x1 = X[i + min(1, nr - 1)]
+                x2 = X[i + min(2, nr - 1)]
+                x3 = X[i + min(3, nr - 1)]
+                for k in range(0, m - 1, 2):
+                    ta = thT[k]
+                    tb = thT[k + 1]
+                    a0 = 0.0
+                    a1 = 0.0
+                    a2 = 0.0
+                    a3 = 0.0
+                    b0 = 0.0
+                    b1 = 0.0
+                    b2 = 0.0
+                    b3 = 0.0
+                    for j in range(d):
+                        u = ta[j]
+                        v = tb[j]
+                        e0 = x0[j]
+                        e1 = x1[j]
+                        e2 = x2[j]
+                        e3 = x3[j]
+                        a0 += e0 * u
+                        a1 += e1 * u
+                        a2 += e2 * u
+                        a3 += e3 * u
+                        b0 += e0 * v
+                        b1 += e1 * v
+                        b2 += e2 * v
+                        b3 += e3 * v
+                    R[0, k] = a0
+                    R[1, k] = a1
+                    R[2, k] = a2
+                    R[3, k] = a3
+                    R[0, k + 1] = b0
+                    R[1, k + 1] = b1
+                    R[2, k + 1] = b2
+                    R[3, k + 1] = b3
+                if m % 2 == 1:
+                    k = m - 1
+                    ta = thT[k]
+                    a0 = 0.0
+                    a1 = 0.0
+                    a2 = 0.0
+                    a3 = 0.0
+                    for j in range(d):
+                        u = ta[j]
+                        a0 += x0[j] * u
+                        a1 += x1[j] * u
+                        a2 += x2[j] * u
+                        a3 += x3[j] * u
+                    R[0, k] = a0
+                    R[1, k] = a1
+                    R[2, k] = a2
+                    R[3, k] = a3
+                for rr in range(4):
+                    if rr < nr:
+                        f = 0.0
+                        for k in range(m):
+                            s0, s1 = act(R[rr, k] + b[k])
+                            R[rr, k] = s1
+                            f += am[k] * s0
+                        l0, l1 = loss(y[i + rr], f)
+                        ls += l0
+                        for k in range(m):
+                            F[rr, k] = l1 * am[k] * R[rr, k]
+                    else:
+                        for k in range(m):
+                            F[rr, k] = 0.0
+                if not backward:
+                    continue
+                for k in range(m):  # one output row at a time: few enough pointers for LLVM to vectorise
+                    ga = G[c, k]
+                    f0 = F[0, k]
+                    f1 = F[1, k]
+                    f2 = F[2, k]
+                    f3 = F[3, k]
+                    for j in range(d):
+                        ga[j] += f0 * x0[j] + f1 * x1[j] + f2 * x2[j] + f3 * x3[j]
+            L[c] = ls
+
+    return kernel
+
+
+def fused_kernel(net, threads: Optional[int] = None) -> tuple[Optional[FusedStep], str]:
+    """(FusedStep, "") for ``net``, or (None, the reason it cannot be used).  Compiled once per (activation, loss) and
+    process (a few seconds); the compiled scalar functions are checked against the NumPy ones first.  threads: how
+    many threads run the chunks (default :func:`available_threads`; the result does not depend on it)."""
+    key = (str(net.activation.expr), str(net.loss.expr))
+    if key not in _cache:
+        _cache[key] = _build(net)
+    kernel, reason = _cache[key]
+    return (FusedStep(net, kernel, threads) if kernel is not None else None), reason
+
+
+def _build(net):
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None, "numba is not installed"
+    a, lo = net.activation, net.loss
+    try:
+        extras = _math_extras()
+        act = _scalar([cv.X], (a.expr, a.d1_numeric), extras)
+        loss = _scalar([cv.Y, cv.YHAT], (lo.expr, lo.d1_numeric), extras)
+        u, Y, Fv = _check_points()
+        got_a = np.array([act(float(v)) for v in u]).T
+        got_l = np.array([loss(float(p), float(q)) for p, q in zip(Y, Fv)]).T
+    except Exception as exc:  # numba's typing errors are long: the first line says which function failed
+        funcs = sorted({type(f).__name__ for e in (a.expr, lo.expr) for f in e.atoms(sp.Function)} - _NUMBA_OK)
+        why = f"functions {', '.join(funcs)}" if funcs else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return None, f"the activation or loss does not compile to a numba scalar function ({why[:160]})"
+    want_a = a.numpy(u)[:2]
+    want_l = lo.numpy(Y, Fv)[:2]
+    if not all(_agree(g, w) for g, w in zip(got_a, want_a)):
+        return None, "the compiled activation disagrees with the NumPy one on the check grid"
+    if not all(_agree(g, w) for g, w in zip(got_l, want_l)):
+        return None, "the compiled loss disagrees with the NumPy one on the check grid"
+    return _make_kernel(act, loss), ""
