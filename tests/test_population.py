@@ -166,3 +166,31 @@ def test_bad_inputs_raise_one_line_errors(bad):
 
 def test_exported():
     assert tk.population_loss is population_loss and "population_loss" in tk.__all__
+
+
+def test_a_link_that_jumps_is_integrated_between_its_breakpoints():
+    """y = sign(|z| - median|z|) jumps at z = +-0.674: Gauss-Hermite across the jumps was 0.019 off (0.760 against
+    0.741 at t = 0 for GeLU and the logistic loss); the split rule agrees with scipy's adaptive quadrature, cut at the
+    same points, to 1e-8."""
+    import numpy as np
+    from scipy import integrate
+    from scipy.stats import norm
+
+    import theorykit as tk
+    from theorykit.population import population_loss
+
+    net = tk.Network("gelu", "logistic", 1)
+    M, C = 0.35, 0.8
+    got = population_loss(net, "sign-symmetric", [[M]], [[C]])
+    xi, wx = np.polynomial.hermite_e.hermegauss(120)
+    wx = wx / wx.sum()
+    med = norm.ppf(0.75)
+
+    def inner(z):
+        y = np.sign(abs(z) - med)
+        return float(wx @ net.loss_values((M * z + np.sqrt(C) * xi)[:, None], np.full(xi.size, y))) * norm.pdf(z)
+
+    ref = sum(integrate.quad(inner, a, b, epsabs=1e-13, epsrel=1e-12)[0]
+              for a, b in [(-12, -med), (-med, 0), (0, med), (med, 12)])
+    assert abs(got.value - ref) < 1e-8
+    assert got.error < 1e-6 and "breakpoints" in got.method

@@ -131,6 +131,22 @@ class PopulationLoss:
         self._xi_rules: dict = {}  # (q, order) -> (nodes (Nx, q), weights (Nx,), y repeated on the full grid)
         self._mc = None
 
+    @property
+    def link_breakpoints(self) -> list:
+        """Where a single-index link's response jumps or kinks in z (numbers; [] when smooth, multi-index, or when
+        the breakpoints depend on the noise)."""
+        if not hasattr(self, "_cuts"):
+            from .symbolic.gaussian import NotClosed, breakpoints
+
+            cuts = []
+            if self.k == 1:
+                try:
+                    cuts = [float(sp.N(p)) for p in breakpoints(self.link.expr, self.link.latent[0])]
+                except (NotClosed, TypeError, ValueError):
+                    cuts = []
+            self._cuts = cuts
+        return self._cuts
+
     # ----------------------------------------------------------------------------------------- inputs
     def directions(self, M, C) -> tuple[np.ndarray, np.ndarray]:
         """Validate (M, C); return M (k, m) and L (q, m) with g = xi @ L, xi ~ N(0, I_q), q = rank(C)."""
@@ -171,10 +187,25 @@ class PopulationLoss:
 
     # ----------------------------------------------------------------------------------------- rules
     def _latent(self, order: int):
-        """Tensor rule over (z, eps) and the responses y on its nodes (cached by order)."""
+        """Tensor rule over (z, eps) and the responses y on its nodes (cached by order).  A single-index link that
+        jumps (a piecewise h, e.g. sign(|z| - median|z|)) is integrated in z by Gauss-Legendre on the pieces between
+        its breakpoints (:func:`theorykit.rules.gauss_legendre_normal_split`): Gauss-Hermite across a jump converges
+        only like 1 / order (GeLU, logistic loss, that link: 0.760 against the exact 0.741 at 64 nodes)."""
         if order not in self._latent_rules:
             a = self.k + int(self.noisy)
             nodes, w = _tensor_rule(a, order)
+            cuts = self.link_breakpoints
+            if cuts:
+                from .rules import gauss_legendre_normal_split
+
+                zr = gauss_legendre_normal_split(cuts, order)
+                zn, zw = zr.nodes[:, 0], zr.weights
+                if self.noisy:
+                    en, ew = _tensor_rule(1, order)
+                    nodes = np.column_stack([np.repeat(zn, len(ew)), np.tile(en[:, 0], len(zw))])
+                    w = np.outer(zw, ew).ravel()
+                else:
+                    nodes, w = zn[:, None], zw
             z = nodes[:, :self.k]
             eps = nodes[:, self.k] if self.noisy else None
             self._latent_rules[order] = (z, w, self.link.response(z, eps))
@@ -230,8 +261,11 @@ class PopulationLoss:
             lo = lower_order(o)
             val = self._grid(M, L, o)
             err = abs(val - self._grid(M, L, lo)) + 1e-15 * max(1.0, abs(val))
+            zrule = (f"z by Gauss-Legendre on the pieces between the link's breakpoints "
+                     f"{', '.join(f'{c:.6g}' for c in self.link_breakpoints)} ({o} nodes each), the rest by "
+                     if self.link_breakpoints else "")
             return Expectation(None, val, "quadrature", err,
-                               f"tensor Gauss-Hermite, {o} nodes per axis over {D} Gaussian variable{plural} "
+                               f"{zrule}tensor Gauss-Hermite, {o} nodes per axis over {D} Gaussian variable{plural} "
                                f"({names}); error = difference from {lo} nodes per axis")
         val, err = self._monte_carlo(M, L)
         return Expectation(None, val, "monte-carlo", err,

@@ -185,9 +185,10 @@ def _make_kernel(act, loss):
                 x1 = X[i + min(1, nr - 1)]
                 x2 = X[i + min(2, nr - 1)]
                 x3 = X[i + min(3, nr - 1)]
-                for k in range(0, m - 1, 2):
+                for k in range(0, m, 2):  # two columns of Theta at a time (an odd m repeats its last one)
+                    kb = min(k + 1, m - 1)
                     ta = thT[k]
-                    tb = thT[k + 1]
+                    tb = thT[kb]
                     a0 = 0.0
                     a1 = 0.0
                     a2 = 0.0
@@ -215,27 +216,10 @@ def _make_kernel(act, loss):
                     R[1, k] = a1
                     R[2, k] = a2
                     R[3, k] = a3
-                    R[0, k + 1] = b0
-                    R[1, k + 1] = b1
-                    R[2, k + 1] = b2
-                    R[3, k + 1] = b3
-                if m % 2 == 1:
-                    k = m - 1
-                    ta = thT[k]
-                    a0 = 0.0
-                    a1 = 0.0
-                    a2 = 0.0
-                    a3 = 0.0
-                    for j in range(d):
-                        u = ta[j]
-                        a0 += x0[j] * u
-                        a1 += x1[j] * u
-                        a2 += x2[j] * u
-                        a3 += x3[j] * u
-                    R[0, k] = a0
-                    R[1, k] = a1
-                    R[2, k] = a2
-                    R[3, k] = a3
+                    R[0, kb] = b0
+                    R[1, kb] = b1
+                    R[2, kb] = b2
+                    R[3, kb] = b3
                 for rr in range(4):
                     if rr < nr:
                         f = 0.0

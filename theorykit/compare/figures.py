@@ -1,0 +1,205 @@
+"""Figures (matplotlib, Agg): each function takes plain data (dicts, DataFrames) and returns a Figure, so that the
+``theorykit plot`` command, the examples and a user's notebook draw the same picture.  :func:`save` writes PNG and
+PDF.  What each figure shows, and the data it needs, is in its docstring; the gallery is docs/figures/."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, stem: str) -> list:
+    """Write ``stem.png`` (150 dpi) and ``stem.pdf``; returns the two paths."""
+    d = os.path.dirname(os.path.abspath(stem))
+    os.makedirs(d, exist_ok=True)
+    paths = [stem + ".png", stem + ".pdf"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    _plt().close(fig)
+    return paths
+
+
+def success(curves: dict, marks: Optional[dict] = None, title: str = ""):
+    """Success probability of finite-d GD against delta.  curves: label -> DataFrame of
+    ``theorykit.referee.sweeps.summarise`` (delta, success_probability, low, high); marks: label -> {name: delta}
+    (vertical lines, e.g. delta_alg, delta_NN, the finite-d prediction's midpoint), drawn in the curve's colour."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    styles = ["--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+    for i, (label, s) in enumerate(curves.items()):
+        line, = ax.plot(s["delta"], s["success_probability"], "o-", label=label)
+        ax.fill_between(s["delta"], s["low"], s["high"], color=line.get_color(), alpha=0.2, lw=0)
+        for j, (name, x) in enumerate(((marks or {}).get(label) or {}).items()):
+            if x is not None and math.isfinite(x):
+                ax.axvline(x, color=line.get_color(), ls=styles[j % len(styles)], lw=1.2, label=f"{name} ({label}) = {x:.3g}")
+    ax.axhline(0.5, color="grey", lw=0.6)
+    ax.set_xlabel(r"$\delta = n/d$")
+    ax.set_ylabel("P(success): hard overlap > 1/2 by the horizon")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def hessian(density: dict, eigenvalues: Sequence[float], outliers: Sequence[dict], edge: float, title: str = "",
+            spikes: Sequence[dict] = ()):
+    """The finite-d Hessian's eigenvalues (histogram, density-normalised) over the predicted bulk density, with the
+    predicted bulk edge, the hard outliers (and, at finite d, the predicted single-sample spikes) marked."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ev = np.asarray(eigenvalues, dtype=float)
+    lam, rho = np.asarray(density.get("lambda", []), dtype=float), np.asarray(density.get("rho", []), dtype=float)
+    lo = min([ev.min() if ev.size else 0.0] + [o["lambda"] for o in outliers if o.get("lambda") is not None])
+    hi = max([ev.max() if ev.size else 0.0] + ([lam.max()] if lam.size else [])) or 1.0
+    bins = np.linspace(lo - 0.02 * (hi - lo), hi, 80)
+    ax.hist(ev, bins=bins, density=True, color="C0", alpha=0.5, label=f"finite d: {ev.size} eigenvalues")
+    if lam.size:
+        ax.plot(lam, rho, "C1", lw=1.5, label="predicted bulk density")
+    if edge is not None and math.isfinite(edge):
+        ax.axvline(edge, color="C1", ls=":", lw=1, label=f"predicted edge {edge:.3g}")
+    for o in outliers:
+        if o.get("lambda") is not None:
+            ax.axvline(o["lambda"], color="C3", lw=1.5,
+                       label=f"predicted hard outlier {o['lambda']:.3g} (overlap² {o.get('overlap2', float('nan')):.2f})")
+    if ev.size:  # the lowest finite-d eigenvalues, one mark each (a histogram bar of one eigenvalue is easy to miss)
+        low = np.sort(ev)[:5]
+        ax.plot(low, np.full(low.size, 0.05), "kx", ms=6, label=f"lowest finite-d eigenvalues ({low[0]:.3g}, ...)")
+    for s in [s for s in spikes if s.get("lambda") is not None][:3]:
+        ax.axvline(s["lambda"], color="C2", ls="--", lw=0.8)
+    ax.set_yscale("symlog", linthresh=1e-2)
+    ax.set_xlabel(r"eigenvalue $\lambda$ of the empirical risk's Hessian")
+    ax.set_ylabel("density")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def delta_star(rows: Sequence[dict], title: str = ""):
+    """delta*(t) against t (log scale), one line per setting, with 2-se error bars; rows: {setting, t, delta_star,
+    delta_star_se} (tables/delta_nn.csv, part "nn")."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for s in sorted({r["setting"] for r in rows}, key=str):
+        rs = sorted([r for r in rows if r["setting"] == s and r.get("delta_star") is not None
+                     and math.isfinite(r["delta_star"])], key=lambda r: r["t"])
+        if not rs:
+            continue
+        t = [r["t"] for r in rs]
+        v = [r["delta_star"] for r in rs]
+        e = [2 * (r.get("delta_star_se") or 0.0) if math.isfinite(r.get("delta_star_se") or math.nan) else 0.0
+             for r in rs]
+        ax.errorbar(t, v, yerr=e, marker="o", capsize=3, label=s)
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)  # (a replica split can give a 2-se bar reaching below 0: it is cut at 0)
+    ax.set_xlabel("GD time t")
+    ax.set_ylabel(r"$\delta^*(t)$ (spectral: hard outlier below the bulk)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def escape(rows: Sequence[dict], title: str = ""):
+    """Escape time against delta, one line per d: the median over runs that escaped by the horizon, bars from the
+    quartiles, and the number that escaped; rows: {delta, d, escape_median, escape_q25, escape_q75, escaped, runs}
+    (tables/delta_nn.csv, part "escape")."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for d in sorted({int(r["d"]) for r in rows}):
+        rs = sorted([r for r in rows if int(r["d"]) == d], key=lambda r: r["delta"])
+        x = [r["delta"] for r in rs if r.get("escape_median") is not None and math.isfinite(r["escape_median"])]
+        sel = [r for r in rs if r.get("escape_median") is not None and math.isfinite(r["escape_median"])]
+        med = np.array([r["escape_median"] for r in sel])
+        lo = med - np.array([r["escape_q25"] for r in sel])
+        hi = np.array([r["escape_q75"] for r in sel]) - med
+        bar = ax.errorbar(x, med, yerr=[lo, hi], marker="o", capsize=3, label=f"d = {d}")
+        for r in rs:
+            if r.get("escape_median") is not None and math.isfinite(r["escape_median"]):
+                ax.annotate(f"{int(r['escaped'])}/{int(r['runs'])}", (r["delta"], r["escape_median"]), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points", color=bar[0].get_color())
+    ax.set_yscale("log")
+    ax.set_xlabel(r"$\delta = n/d$")
+    ax.set_ylabel("escape time (steps): median, quartiles; escaped/runs")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def dmft_vs_sim(dmft: dict, sims: Sequence[dict], title: str = ""):
+    """DMFT against finite-d GD: M_t (first latent row, first neuron), (Theta^T Theta)_11, train and test loss,
+    each DMFT curve with a 2-se band and the simulator's seed mean with a 2-se band.  dmft: {t, M, gram,
+    train_loss, test_loss, stderr: {...}} (DMFTResult.as_dict()); sims: SimulationResult.as_dict() per seed."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0))
+    pick = {"M_t[0, 0]": lambda r: np.asarray(r["M"], dtype=float)[:, 0, 0],
+            "gram[0, 0]": lambda r: np.asarray(r["gram"], dtype=float)[:, 0, 0],
+            "train loss": lambda r: np.asarray(r["train_loss"], dtype=float),
+            "test loss": lambda r: np.asarray(r["population_test_loss"] if r.get("population_test_loss") is not None
+                                             else r["test_loss"], dtype=float)}
+    se_key = {"M_t[0, 0]": "M", "gram[0, 0]": "gram", "train loss": "train_loss", "test loss": "test_loss"}
+    for ax, (name, get) in zip(axes.ravel(), pick.items()):
+        T = len(dmft["t"])
+        y = get(dmft)[:T]
+        se = np.asarray(dmft["stderr"][se_key[name]], dtype=float)
+        se = se[:, 0, 0] if se.ndim == 3 else se
+        t = np.asarray(dmft["t"])
+        ax.plot(t, y, "C1", label="DMFT (d → ∞)")
+        ax.fill_between(t, y - 2 * se[:T], y + 2 * se[:T], color="C1", alpha=0.25, lw=0)
+        arr = np.array([get(s)[:T] for s in sims if len(s["t"]) >= T])
+        if arr.size:
+            m, s_ = arr.mean(0), arr.std(0, ddof=1) / math.sqrt(len(arr)) if len(arr) > 1 else np.zeros(T)
+            ax.plot(t, m, "C0", ls="--", label=f"GD, {len(arr)} seeds")
+            ax.fill_between(t, m - 2 * s_, m + 2 * s_, color="C0", alpha=0.25, lw=0)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("t")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def grokking(sims: Sequence[dict], dmft: Optional[dict] = None, title: str = ""):
+    """Train and test loss against t for finite-d GD near the threshold (one thin line per seed, the median bold),
+    with the hard overlap below: the train loss falls long before the test loss, which drops when the hard direction
+    is found (the escape).  dmft: the DMFT's train and test loss over its (shorter) horizon, for comparison."""
+    plt = _plt()
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    T = min(len(s["t"]) for s in sims)
+    t = np.arange(T)
+    tr = np.array([np.asarray(s["train_loss"], dtype=float)[:T] for s in sims])
+    te = np.array([np.asarray(s["population_test_loss"] if s.get("population_test_loss") is not None
+                              else s["test_loss"], dtype=float)[:T] for s in sims])
+    ov = np.array([np.asarray(s["overlap"], dtype=float)[:T] if "overlap" in s else np.full(T, np.nan) for s in sims])
+    for i in range(len(sims)):
+        ax.plot(t, tr[i], "C0", lw=0.4, alpha=0.5)
+        ax.plot(t, te[i], "C3", lw=0.4, alpha=0.5)
+        ax2.plot(t, ov[i], "C2", lw=0.4, alpha=0.6)
+    ax.plot(t, np.median(tr, 0), "C0", lw=2, label="train loss (median over seeds)")
+    ax.plot(t, np.median(te, 0), "C3", lw=2, label="test loss (population, median)")
+    if dmft is not None:
+        td = np.asarray(dmft["t"])
+        ax.plot(td, dmft["train_loss"], "k--", lw=1, label="DMFT train (d → ∞)")
+        ax.plot(td, dmft["test_loss"], "k:", lw=1, label="DMFT test (d → ∞)")
+    esc = [s.get("escape_time") for s in sims if s.get("escape_time") is not None]
+    for e in esc:
+        ax2.axvline(e, color="grey", lw=0.3)
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlim(0, T - 1)
+    ax.set_ylabel("loss")
+    ax.legend(fontsize=7)
+    ax2.axhline(0.5, color="grey", lw=0.6)
+    ax2.set_ylabel("hard overlap (cos²)")
+    ax2.set_xlabel(f"GD step t ({len(esc)}/{len(sims)} seeds escaped)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
