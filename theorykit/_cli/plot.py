@@ -117,11 +117,11 @@ def _success(args):
     from ..compare.settings_table import parse_eta
     from ..problem import Problem
     from ..referee.sweeps import summarise, sweep
-    from .table import _numbers, split_top
+    from .table import parse_numbers, split_top
 
     acts = split_top(args.activations)
     eta = parse_eta(args.eta, acts)
-    deltas = sorted(_numbers(args.deltas, "deltas"))
+    deltas = sorted(parse_numbers(args.deltas, "deltas"))
     marks = _marks(args.mark, acts)
     curves, data = {}, {}
     for a in acts:

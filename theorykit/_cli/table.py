@@ -69,7 +69,7 @@ def add_parser(sub):
     return p
 
 
-def _numbers(text, what, kind=float):
+def parse_numbers(text, what, kind=float):
     from ..errors import TheorykitError
 
     try:
@@ -104,7 +104,7 @@ def run(args) -> dict:
     check_args(args)
     t0, started = time.perf_counter(), now()
     acts, losses, links = split_top(args.activations), split_top(args.losses), split_top(args.link)
-    widths = _numbers(args.widths, "widths", int)
+    widths = parse_numbers(args.widths, "widths", int)
     for name, vals in (("activations", acts), ("losses", losses), ("link", links)):
         if not vals:
             raise TheorykitError(f"--{name} is empty")
@@ -116,7 +116,7 @@ def run(args) -> dict:
     if not 0 < lo < hi:
         raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
     options = st.TableOptions(paths=args.paths, replicas=args.replicas, seeds=args.seeds,
-                              deltas=tuple(sorted(_numbers(args.deltas, "deltas"))), delta_range=(lo, hi),
+                              deltas=tuple(sorted(parse_numbers(args.deltas, "deltas"))), delta_range=(lo, hi),
                               processes=args.processes)
     cache = args.cache or (os.path.join(os.path.dirname(os.path.abspath(args.out)), ".cache", "table") if args.out
                            else os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "table"))
