@@ -104,7 +104,8 @@ def test_console_script_installed():
 
 
 # ------------------------------------------------------------------------------------------ the command registry
-EXPECTED_COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft", "hessian", "threshold"]
+EXPECTED_COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft", "hessian", "threshold",
+                     "table", "plot"]
 
 
 def test_static_registry_lists_every_command_module():
