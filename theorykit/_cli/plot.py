@@ -190,8 +190,7 @@ def _from_table(args, part):
     return fig, cap, {"rows": data}
 
 
-def _runs(args, keep_sims):
-    from ..dynamics.solver import dmft
+def _runs(args):
     from ..referee.gd import simulate
     from .hessian import make_problem
 
@@ -207,7 +206,7 @@ def _dmft_vs_sim(args):
     from ..compare import figures
     from ..dynamics.solver import dmft
 
-    pr, sims = _runs(args, True)
+    pr, sims = _runs(args)
     r = dmft(pr, paths=args.paths, replicas=args.replicas, progress=bool(args.progress))
     title = (f"{args.activation} / {args.link} / {args.loss}, m = {args.width}, delta = {args.delta:g}, eta = "
              f"{args.eta:g}; DMFT {args.paths} paths, GD d = {args.d}")
@@ -222,7 +221,7 @@ def _grokking(args):
     from ..compare import figures
     from ..dynamics.solver import dmft
 
-    pr, sims = _runs(args, True)
+    pr, sims = _runs(args)
     dm = None
     if args.dmft_steps:
         dm = dmft(pr.replace(steps=args.dmft_steps), paths=args.paths, replicas=args.replicas).as_dict()
