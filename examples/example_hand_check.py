@@ -1,5 +1,6 @@
 """Checking a hand calculation (runs as a test): a Hermite coefficient and a t = 1 DMFT quantity, derived by hand
-below, against theorykit's exact closed forms and against the Monte-Carlo DMFT.
+below, against theorykit's exact closed forms (directly and through tk.check, the API of `theorykit check`) and
+against the Monte-Carlo DMFT.
 
     python examples/example_hand_check.py
 
@@ -27,6 +28,23 @@ def main(verbose=True):
     cf = tk.dmft_closed_form("quad", "phase-retrieval", "square", 1, delta=4, eta=sp.Rational(1, 20))
     assert cf.R_u00[0, 0] == 4 and cf.C_u00[0, 0] == 48 and cf.P1[0, 0] == sp.Rational(4, 5)
     assert cf.gram1[0, 0] == sp.Rational(67, 100) and cf.M1[0, 0] == 0 and cf.train_loss0 == 2
+
+    # the same claims through the checker users call (theorykit check ... on the command line): each verdict says how
+    # it was decided; a slip (48 -> 47 in C_u, or the wrong delta) is caught with the exact difference
+    for kind, claim, kw in [("hermite", "2", dict(activation="quad", k=2)),
+                            ("dmft", "67/100", dict(quantity="gram1", activation="quad", link="phase-retrieval",
+                                                    delta=4, eta="1/20")),
+                            ("dmft", "(1 - 4*eta)**2 + 48*eta**2/delta",  # the same at every delta and eta
+                             dict(quantity="gram1", activation="quad", link="phase-retrieval"))]:
+        r = tk.check(kind, claim, **kw)
+        assert r.message == "equal (exactly)", (kind, claim, r.message)
+        if verbose:
+            print(f"check {kind} {claim}: {r.message} ({r.how})")
+    slip = tk.check("dmft", "(1 - 4*eta)**2 + 47*eta**2/delta", quantity="gram1", activation="quad",
+                    link="phase-retrieval")
+    assert slip.verdict == "differs" and slip.difference_exact == "-eta**2/delta"
+    if verbose:
+        print(f"a slip: {slip.message}")
 
     # the Monte-Carlo DMFT solver agrees within 3 of its standard errors (an independent code path)
     d = tk.dmft("quad", "phase-retrieval", "square", 1, delta=4, eta=0.05, steps=1, paths=16384, replicas=4, seed=0)

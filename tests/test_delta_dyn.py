@@ -83,6 +83,29 @@ def test_delta_dyn_skips_a_delta_where_m_star_leaves_the_ladder(monkeypatch):
     assert math.isnan(one.value) and "defined at 1" in one.reason
 
 
+def test_delta_dyn_records_a_delta_where_the_dmft_diverges(monkeypatch):
+    """sigma = x^2 at small delta: GD itself diverges (the DMFT says so).  That delta gets no rate and its reason; the
+    others go on.  A bad argument is not caught: it still fails the whole call."""
+    import theorykit.dynamics as dyn
+
+    def curve(p, T, m0s=None, on_solve=None, **k):
+        if p.delta < 4:
+            raise tk.DivergenceError("the DMFT from m0 = 0.0001 stopped at step 134 (GD is unstable)")
+        if p.delta > 20:
+            raise tk.TheorykitError("capture_curve takes a theorykit.Problem")
+        return {"delta": p.delta}
+
+    monkeypatch.setattr(dyn, "capture_curve", curve)
+    monkeypatch.setattr(dyn, "growth_rate", lambda c, r: {"value": 0.01 * (c["delta"] - 10.0), "stderr": 0.001,
+                                                           "t_range": list(r), "points": 50})
+    pr = tk.Problem("quad", "phase-retrieval", "square", 1, delta=5.0, eta=0.05, steps=1)
+    r = tk.delta_dyn(pr, [3.0, 8.0, 12.0], (50, 150))
+    assert math.isnan(r.gamma[0]["value"]) and "stopped at step 134" in r.gamma[0]["note"]
+    assert r.value == pytest.approx(10.0)
+    with pytest.raises(tk.TheorykitError, match="Problem"):
+        tk.delta_dyn(pr, [8.0, 30.0], (50, 150))
+
+
 def test_kick_growth_rate_at_finite_d():
     pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=17.0, eta=1.0, steps=1)
     r = kick_growth_rate(pr, d=200, m0=0.1, t_range=(5, 30), seeds=(0, 1, 2, 3))

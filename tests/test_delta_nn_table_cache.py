@@ -18,3 +18,33 @@ def test_a_finished_case_is_read_back_not_recomputed(tmp_path):
     assert calls == [case] and first == again
     other = tab._cached(SimpleNamespace(cache=str(tmp_path), paths=2048, seeds=2), "nn", case, compute)
     assert len(calls) == 2 and other["rows"][0]["value"] == 1.5  # other paths: another key
+
+
+def test_the_committed_table_is_read_back_by_case_key(tmp_path):
+    """A clean checkout has no JSON cache: the rows the table already holds under a case's key are reused (typed back
+    from the CSV), and a case whose key changed (other paths) is recomputed."""
+    stem = tmp_path / "t"
+    case = ("pr-relu", (4.0, 6.0), (25, 100), 0.05, 1000)
+    args = SimpleNamespace(cache=str(tmp_path / "cache"), paths=1024, seeds=2, previous={})
+    key = tab.case_key(args, "dyn", case)
+    rows = [{"part": "dyn", "setting": "pr-relu", "delta": 4.0, "t1": 25, "t2": 100, "gamma_dmft": -0.001,
+             "gamma_dmft_se": 2e-4, "gamma_sim": -0.002, "gamma_sim_se": 1e-3, "kick_m0": 0.05, "kick_d": 1000,
+             "escaped_before_window": 0, "seeds": 2, "delta_dyn": 7.5, "delta_dyn_se": 0.2, "case_key": key,
+             "gamma_dmft_how": None, "converged": False}]
+    from theorykit.compare.tables import previous_rows, write_csv
+
+    write_csv(str(stem) + ".csv", rows, list(rows[0]))
+    args.previous = previous_rows(str(stem))
+    calls = []
+
+    def compute(a, c):
+        calls.append(c)
+        return {"rows": [dict(rows[0], gamma_dmft=1.0)]}
+
+    back = tab._cached(args, "dyn", case, compute)["rows"]
+    assert calls == [] and back[0]["gamma_dmft"] == -0.001 and back[0]["t1"] == 25
+    assert back[0]["converged"] is False and back[0]["gamma_dmft_how"] is None
+    body, note = tab._dyn_render(case, back)
+    assert body[0][1] == "4" and "delta_dyn (DMFT) = 7.5" in note
+    other = SimpleNamespace(cache=args.cache, paths=2048, seeds=2, previous=args.previous)
+    assert tab._cached(other, "dyn", case, compute)["rows"][0]["gamma_dmft"] == 1.0 and len(calls) == 1

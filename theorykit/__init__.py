@@ -26,6 +26,11 @@ Public API (everything else is implementation):
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
+    finite_d, FiniteD                 at your d and horizon (m = 1): P(GD captures the hard direction by t) for every t,
+                                      the midpoint delta_1/2(d, T) and escape times t_1/2(delta, d) (docs/theory.md §5)
+    check, CheckResult                a hand calculation checked: a claimed closed form (Hermite coefficient, Gaussian
+                                      expectation in sigma and its derivatives, delta_alg, exponent, t <= 1 DMFT
+                                      quantity) -> "equal (exactly)", "equal to N digits" or "differs by ..." and how
     compare                           comparison statistics (Wilson intervals, P = 1/2 midpoints, c/d fits), the
                                       resumable runner and table writer behind scripts/ and the table commands
 Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra -> thresholds; the finite-d referee (referee/) beside
@@ -45,8 +50,9 @@ from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLi
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
                       spectral_start, spectral_threshold, HessianLaw, HessianPrediction, hessian_prediction,
                       hessian_density, eigenvalue_counting)
-from .thresholds import DeltaDyn, DeltaNN, DeltaStar, delta_dyn, delta_nn, delta_star
+from .thresholds import DeltaDyn, DeltaNN, DeltaStar, FiniteD, delta_dyn, delta_nn, delta_star, finite_d
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
+from .compare.claims import CheckResult, check
 from . import compare
 
 __version__ = "0.1.0"
@@ -60,4 +66,5 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
            "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare",
            "HessianLaw", "HessianPrediction", "hessian_prediction", "hessian_density", "eigenvalue_counting",
-           "DeltaStar", "delta_star", "DeltaNN", "delta_nn", "DeltaDyn", "delta_dyn"]
+           "DeltaStar", "delta_star", "DeltaNN", "delta_nn", "DeltaDyn", "delta_dyn", "FiniteD", "finite_d", "check",
+           "CheckResult"]

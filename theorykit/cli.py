@@ -1,7 +1,8 @@
 """Command-line interface: ``theorykit COMMAND ... [--json]``.
 
 Each command lives in ``theorykit/_cli/<command>.py`` and defines ``add_parser(subparsers)`` and
-``run(args) -> dict`` (the JSON contract) and ``text(result) -> str`` (plain output); :data:`COMMANDS` registers
+``run(args) -> dict`` (the JSON contract) and ``text(result) -> str`` (plain output), and optionally
+``exit_status(result) -> int`` (a verdict that is not a success, e.g. check's "differs"); :data:`COMMANDS` registers
 them statically (a new command is imported and added there).  A bad input exits with status 2 and a one-line
 message on stderr; no traceback reaches the user.  Any other exception is an internal error (a bug): exit status 1 and
 a one-line notice, or the full traceback with ``theorykit --debug COMMAND ...``.  ``theorykit --version`` prints
@@ -21,12 +22,12 @@ from .errors import TheorykitError
 # fail loudly here (never a silently missing or "unavailable" command)
 from ._cli import derive, dmft as dmft_cmd, hermite, link as link_cmd, simulate as simulate_cmd, \
     spectral as spectral_cmd, sweep as sweep_cmd, hessian as hessian_cmd, threshold as threshold_cmd, \
-    table as table_cmd, plot as plot_cmd
+    table as table_cmd, plot as plot_cmd, check as check_cmd
 
 #: command name -> module under theorykit._cli (each defines add_parser, run and text), in help order
 COMMANDS = {"hermite": hermite, "link": link_cmd, "derive": derive, "simulate": simulate_cmd,
             "spectral": spectral_cmd, "sweep": sweep_cmd, "dmft": dmft_cmd, "hessian": hessian_cmd,
-            "threshold": threshold_cmd, "table": table_cmd, "plot": plot_cmd}
+            "threshold": threshold_cmd, "table": table_cmd, "plot": plot_cmd, "check": check_cmd}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,7 +117,9 @@ def main(argv=None) -> int:
                          f"(a bug; rerun with --debug for the traceback)\n")
         return 1
     print(out)
-    return 0
+    # a command whose answer is a verdict (check: the claim differs) says so in its exit status too
+    status = getattr(args._module, "exit_status", None)
+    return status(result) if status else 0
 
 
 def _first_line(e: BaseException) -> str:

@@ -39,14 +39,14 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ._checks import check_number
 from .errors import TheorykitError
 
-__all__ = ["Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
+__all__ = ["midpoint", "Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
@@ -431,3 +431,17 @@ def conditional_means(index, values, weights=None, groups: Optional[int] = None)
                         axis=1)
     means = np.divide(sums, mass[:, None], out=np.zeros_like(sums), where=mass[:, None] > 0)
     return mass, means
+
+
+def midpoint(x: Sequence[float], y: Sequence[float], level: float = 0.5) -> Optional[float]:
+    """The x at which y crosses ``level``, by linear interpolation between the first bracketing pair.
+
+    Points are taken in the order given (x ascending in practice).  Non-monotone data: the FIRST adjacent pair with
+    (y_i - level)(y_{i+1} - level) <= 0 and y_i != y_{i+1} is used, later crossings are ignored; a pair that only
+    touches the level with equal values is skipped; a pair with a NaN never brackets (drop NaN points first to
+    interpolate across them).  Returns None when the level is not crossed.
+    """
+    for i in range(len(x) - 1):
+        if (y[i] - level) * (y[i + 1] - level) <= 0 and y[i] != y[i + 1]:
+            return x[i] + (level - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
+    return None

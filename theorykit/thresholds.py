@@ -25,11 +25,12 @@ import numpy as np
 
 from . import defaults
 from ._checks import Progress, check_deltas, check_int, check_number
-from .errors import TheorykitError
+from .errors import DivergenceError, TheorykitError
+from .rules import midpoint
 from .dynamics import dmft, dmft_scan
 from .spectra.hessian import HessianLaw, hessian_prediction
 
-__all__ = ["DeltaDyn", "DeltaNN", "DeltaStar", "delta_dyn", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian_at",
+__all__ = ["DeltaDyn", "DeltaNN", "DeltaStar", "FiniteD", "finite_d", "delta_dyn", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian_at",
            "law_at"]
 
 #: DMFT paths (total over replicas) of a threshold scan: the validation table's accuracy
@@ -463,7 +464,12 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     gam = []
     try:
         for dl in grid:
-            curve = capture_curve(problem.replace(delta=dl), t2, m0s, on_solve=tick, **dmft_options)
+            try:
+                curve = capture_curve(problem.replace(delta=dl), t2, m0s, on_solve=tick, **dmft_options)
+            except DivergenceError as err:  # GD itself diverges at this delta (e.g. sigma = x^2 at small delta)
+                gam.append({"delta": dl, "value": math.nan, "stderr": math.nan, "t_range": [t1, t2], "points": 0,
+                            "note": f"no rate: {err}"})
+                continue
             try:
                 g = growth_rate(curve, (t1, t2))
             except TheorykitError as err:  # m* outside the ladder on the range: no rate at this delta (said so)
@@ -479,7 +485,7 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     ok = [g for g in gam if math.isfinite(g["value"])]  # deltas with a rate (m* inside the ladder)
     j = next((i for i in range(1, len(ok)) if ok[i - 1]["value"] <= 0 < ok[i]["value"]), None)
     if len(ok) < 2:
-        reason = f"gamma is defined at {len(ok)} delta(s) of the grid (m* outside the ladder elsewhere)"
+        reason = f"gamma is defined at {len(ok)} delta(s) of the grid (elsewhere m* leaves the ladder or the DMFT diverges)"
     elif j is None:
         reason = ("gamma > 0 at every delta of the grid where it is defined: delta_dyn is below it"
                   if ok[0]["value"] > 0 else
@@ -498,3 +504,178 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
                     method=f"capture ladder per delta, gamma fitted on t in [{t1}, {t2}] (least squares of ln m*; "
                            "stderr from the same fit on each DMFT replica, see growth_rate); delta_dyn by linear "
                            "interpolation of gamma")
+
+
+# ------------------------------------------------------------------------------------------------ finite d
+#: the finite-d ladder of initial hard overlaps (geometric; the 1/sqrt(d) scale of a random start lies inside for
+#: d in 10 .. 10^5, and adjacent rungs are a factor 1.45 apart, so the interpolated m* is close to a bisection's)
+FINITE_D_LADDER = (2e-3, 0.5, 16)
+#: replicas' relative spread of m*(horizon) above which a delta's prediction is flagged noise-limited
+FINITE_D_NOISE_RSE = 0.25
+
+
+@dataclass(frozen=True)
+class FiniteD:
+    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1): for each delta and d, the
+    probability that GD at dimension d has captured the hard direction (cos^2 > 1/2) by time t, for every t up to the
+    horizon, with its band; the midpoint delta_1/2(d, horizon) and the escape time t_1/2(delta, d) read off it.
+
+    probability, low, high: (deltas, ds, horizon + 1) arrays; midpoints: [{d, horizon, midpoint, band [lo, hi],
+    note}]; escape_time: [{delta, d, t, band [early, late], note}] (t is None when P stays below 1/2 up to the
+    horizon); per_delta: [{delta, v, v_stderr, t_match, m_star (at the horizon), m_star_spread (replicas' relative
+    spread), noise_limited, error}]; method: how it was computed."""
+
+    deltas: tuple
+    ds: tuple
+    horizon: int
+    probability: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    midpoints: tuple
+    escape_time: tuple
+    per_delta: tuple
+    method: str
+
+    def as_dict(self) -> dict:
+        return {"deltas": list(self.deltas), "d": list(self.ds), "horizon": self.horizon,
+                "finite_d": list(self.midpoints), "escape_time": list(self.escape_time),
+                "per_delta": list(self.per_delta), "method": self.method}
+
+    def curve(self, delta: float, d: int) -> dict:
+        """{t, probability, low, high} (lists over t = 0 .. horizon) at one delta and d of the grid."""
+        i, j = self.deltas.index(float(delta)), self.ds.index(int(d))
+        return {"t": list(range(self.horizon + 1)), "probability": self.probability[i, j].tolist(),
+                "low": self.low[i, j].tolist(), "high": self.high[i, j].tolist()}
+
+
+def _capture_probabilities(curve: dict, v: np.ndarray, v_se: np.ndarray, t_match: int, d: int) -> tuple:
+    """(P, low, high) over t from a capture ladder: P(t) = P(chi2_1 > d m*(t)^2 / v) with v = v_eff(min(t, t_match))
+    (docs/theory.md §3.2, the matched prediction with the horizon t); the band takes the replicas' smallest and largest
+    m*(t) and v_eff +- 2 standard errors.  Where m*(t) is outside the ladder, P is 0 (even the top rung not captured:
+    high = the top rung's P) or 1 (the bottom rung captured: low = the bottom rung's P)."""
+    from scipy.stats import chi2
+
+    m0s = np.asarray(curve["m0s"], dtype=float)
+    cos2 = np.asarray(curve["cos2"], dtype=float)
+    T = cos2.shape[1] - 1
+    P, lo, hi = np.zeros(T + 1), np.zeros(T + 1), np.zeros(T + 1)
+    sf = lambda m, vv: float(chi2.sf(d * m * m / vv, 1)) if vv > 0 else 0.0  # noqa: E731
+    for t in range(T + 1):
+        k = min(t, t_match)
+        vv, vlo, vhi = float(v[k]), max(float(v[k] - 2 * v_se[k]), 1e-300), float(v[k] + 2 * v_se[k])
+        ms = curve["m_star"][t]
+        if ms is None:
+            if np.all(cos2[:, t] < 0.5) or np.isnan(cos2[:, t]).any():
+                P[t], lo[t], hi[t] = 0.0, 0.0, sf(m0s[-1], vhi)
+            else:
+                P[t], lo[t], hi[t] = 1.0, sf(m0s[0], vlo), 1.0
+            continue
+        reps = [r[t] for r in curve["m_star_replicas"] if r[t] is not None] + [ms]
+        P[t], lo[t], hi[t] = sf(ms, vv), sf(max(reps), vlo), sf(min(reps), vhi)
+    return P, lo, hi
+
+
+def _first_at_least(x: np.ndarray, level: float = 0.5):
+    idx = np.flatnonzero(x >= level)
+    return int(idx[0]) if idx.size else None
+
+
+def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS, replicas: int = THRESHOLD_REPLICAS,
+             seed: int = defaults.DMFT_SEED, m0s=None, progress: bool = False) -> FiniteD:
+    """What GD at dimension d does by a horizon, from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1).
+
+    Per delta of ``deltas``: one ladder of nonlinear DMFT runs from initial hard overlaps m0 (``m0s``, default
+    FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.dynamics.capture_curve`: m*(t) for every t at once), and
+    one DMFT run with the linear hard process (v_eff(t), the effective initial overlap variance, and the time
+    ``hard_reliable_until`` up to which the linear process is trusted).  Then for every d of ``ds`` and t <= horizon
+    P(capture by t) = P(chi2_1 > d m*(t)^2 / v_eff(min(t, t_match))), the matched prediction of §3.2 with the horizon
+    t.  Read off it: the midpoint delta_1/2(d, horizon) where P crosses 1/2 along the deltas (band: where the band's
+    ends cross), and the escape time t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and
+    the low end reach 1/2).  A delta whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go
+    on.  problem: a :class:`theorykit.Problem` with m = 1, constant steps, no M0 (its delta and steps are replaced)."""
+    from .dynamics import capture_curve
+    from .dynamics.hard_process import hard_subspace_basis
+    from .problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"finite_d takes a theorykit.Problem, got {type(problem).__name__}")
+    if problem.m != 1:
+        raise TheorykitError(f"the finite-d prediction is defined for width m = 1 so far (got m = {problem.m}): the "
+                             "capture over the law of an m-vector of initial overlaps is not built yet")
+    if problem.schedule is not None or problem.M0 is not None:
+        raise TheorykitError("finite_d needs constant-step GD from a random start (a Problem with eta, without M0)")
+    if hard_subspace_basis(problem.link_obj).shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    grid = tuple(sorted(float(v) for v in check_deltas(deltas, at_least=1)))
+    try:
+        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
+    except TypeError:
+        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
+    if not dims:
+        raise TheorykitError("ds must hold at least one dimension d")
+    H = check_int("horizon", horizon, 1)
+    if m0s is None:
+        lo_, hi_, k_ = FINITE_D_LADDER
+        m0s = np.geomspace(lo_, hi_, k_)
+    rungs = len(list(m0s))
+    bar = Progress(len(grid) * (rungs + 1), label="finite-d prediction", unit="DMFT solves") if progress else None
+    done = [0]
+
+    def tick():
+        done[0] += 1
+        if bar:
+            bar.update(done[0])
+
+    shape = (len(grid), len(dims), H + 1)
+    P, LO, HI = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    per = []
+    opts = dict(paths=paths, replicas=replicas, seed=seed)
+    try:
+        for i, dl in enumerate(grid):
+            pr = problem.replace(delta=dl, steps=H)
+            info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "t_match": None, "m_star": None,
+                    "m_star_spread": math.nan, "noise_limited": None, "error": ""}
+            try:
+                curve = capture_curve(pr, H, m0s, on_solve=tick, **opts)
+                r = dmft(pr, bias_check=False, **opts)
+                tick()
+                if r.status != "ok":
+                    raise DivergenceError(f"the DMFT did not reach t = {H} ({r.diverged_at['hint']})")
+            except DivergenceError as err:
+                info["error"] = str(err).splitlines()[0]
+                per.append(info)
+                continue
+            v = np.asarray(r.v_eff, dtype=float)
+            v_se = np.asarray(r.stderr.get("v_eff", np.zeros_like(v)), dtype=float)
+            tm = int(r.hard_reliable_until)
+            ms = curve["m_star"][H]
+            reps = [c[H] for c in curve["m_star_replicas"] if c[H] is not None]
+            spread = float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan
+            info.update(v=float(v[tm]), v_stderr=float(v_se[tm]), t_match=tm, m_star=ms, m_star_spread=spread,
+                        noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
+            per.append(info)
+            for j, d in enumerate(dims):
+                P[i, j], LO[i, j], HI[i, j] = _capture_probabilities(curve, v, v_se, tm, d)
+    finally:
+        if bar:
+            bar.close(done[0])
+    mids, esc = [], []
+    ok = [i for i, q in enumerate(per) if not q["error"]]
+    for j, d in enumerate(dims):
+        x = [grid[i] for i in ok]
+        m, a, b = (midpoint(x, [arr[i, j, H] for i in ok]) for arr in (P, HI, LO))
+        note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
+        mids.append({"d": d, "horizon": H, "midpoint": math.nan if m is None else m,
+                     "band": [math.nan if a is None else a, math.nan if b is None else b], "note": note})
+        for i in ok:
+            t, early, late = (_first_at_least(arr[i, j]) for arr in (P, HI, LO))
+            esc.append({"delta": grid[i], "d": d, "t": t, "band": [early, late],
+                        "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
+    method = (f"per delta: a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e (m0 in [{float(min(m0s)):g}, "
+              f"{float(max(m0s)):g}], geometric) to t = {H}, m*(t) by geometric interpolation of cos^2 = 1/2, and one "
+              f"DMFT run with the linear hard process for v_eff; {paths} paths in {replicas} replicas, seed {seed}; "
+              "P(capture by t) = P(chi2_1 > d m*(t)^2 / v_eff(min(t, t_match))), t_match = hard_reliable_until "
+              "(docs/theory.md §3.2, §5); band: the replicas' m* and v_eff +- 2 se (not the rung interpolation); "
+              "midpoint: linear interpolation of P in delta; escape time: the first t with P >= 1/2")
+    return FiniteD(deltas=grid, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
+                   escape_time=tuple(esc), per_delta=tuple(per), method=method)

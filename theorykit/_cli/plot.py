@@ -3,7 +3,16 @@
 Kinds:
 
 * success: P(success) of finite-d GD against delta for one or more activations (sweeps, resumable with --csv-dir),
-  with delta_alg and any --mark LABEL:NAME=DELTA (e.g. gelu:delta_NN=8) drawn as vertical lines;
+  with delta_alg and any --mark LABEL:NAME=DELTA (e.g. gelu:delta_dyn=5.18; LABEL:NAME>=DELTA for a lower bound)
+  drawn as vertical lines.  --predict adds, for each curve of width m = 1, the DMFT's matched finite-d prediction
+  P(success at this d by the horizon) with its band (theorykit.dynamics.finite_d_curve, the function behind
+  `theorykit table`'s finite_d column; at --predict-deltas, default --deltas, with --paths and --replicas; one DMFT
+  and one capture-threshold bisection per delta, so slow at long horizons); for m >= 2 the caption, the figure and
+  the JSON give the reason there is none.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part nn) for each
+  curve whose (activation, link, loss, m, eta) is a setting of theorykit.compare.hessian_check.SETTINGS (pr-gelu,
+  pr-x2, bounded, ...), labelled "delta_NN >= X (not converged by t = T)" when it is a lower bound; a curve without
+  a setting is named in the caption.  A mark outside the plotted delta range is an arrow at its edge and is listed
+  in the caption;
 * hessian: the finite-d Hessian's full spectrum (dense) over the predicted bulk density, edge and hard outliers
   (the arguments of `theorykit hessian`; --d required);
 * delta-star: delta*(t) against t from a table (default tables/delta_nn.csv, part nn);
@@ -12,6 +21,9 @@ Kinds:
 * grokking: train and test loss of GD near the threshold over a long horizon, with the hard overlap below.
 
 JSON keys: kind, files [png, pdf], caption (what the figure shows), data (the numbers drawn, per kind), seconds.
+For success, data has curves (per activation), marks (per curve label: a number, or {delta, text} for a bound),
+prediction (with --predict, per activation: {points: finite_d_curve's dicts, how, reason}) and delta_nn (with
+--delta-nn-table, per activation: {delta, converged, T, setting, text} or {reason}).
 """
 import csv
 import math
@@ -43,7 +55,18 @@ def add_parser(sub):
     s.add_argument("--deltas", required=True, help="comma-separated delta grid")
     s.add_argument("--seeds", type=integer(1), default=16)
     s.add_argument("--mark", action="append", default=[], metavar="LABEL:NAME=DELTA",
-                   help="a vertical line for curve LABEL, e.g. gelu:delta_NN=8 (repeatable)")
+                   help="a vertical line for curve LABEL, e.g. gelu:delta_NN=8, or gelu:delta_NN>=24 for a lower "
+                        "bound (repeatable)")
+    s.add_argument("--predict", action="store_true",
+                   help="also the DMFT's matched finite-d prediction P(success at this d by the horizon), m = 1 "
+                        "(finite_d_curve: one DMFT and one capture-threshold bisection per delta; slow)")
+    s.add_argument("--predict-deltas", default=None, help="comma-separated deltas of the prediction (default: "
+                                                          "--deltas)")
+    s.add_argument("--paths", type=integer(2), default=None, help="DMFT paths of the prediction (default 16384)")
+    s.add_argument("--replicas", type=integer(2), default=None, help="DMFT replicas of the prediction (default 4)")
+    s.add_argument("--delta-nn-table", default=None, metavar="CSV",
+                   help="mark delta_NN from this table (tables/delta_nn.csv, part nn) for every curve that matches "
+                        "one of its settings (hessian_check.SETTINGS); a lower bound when not converged")
     s.add_argument("--csv-dir", default=None, help="folder of the sweeps' CSVs (resumable)")
     s.add_argument("--processes", type=integer(1), default=None)
 
@@ -76,11 +99,11 @@ def add_parser(sub):
     return p
 
 
-def _read_rows(path, part):
+def _read_rows(path, part, option="--table"):
     from ..errors import TheorykitError
 
     if not os.path.exists(path):
-        raise TheorykitError(f"--table {path} does not exist (generate it with python scripts/delta_nn_table.py)")
+        raise TheorykitError(f"{option} {path} does not exist (generate it with python scripts/delta_nn_table.py)")
 
     def num(v):
         try:
@@ -92,11 +115,13 @@ def _read_rows(path, part):
         rows = [{k: num(v) for k, v in r.items()} for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
     rows = [r for r in rows if r.get("part") == part]
     if not rows:
-        raise TheorykitError(f"--table {path} has no rows of part {part!r}")
+        raise TheorykitError(f"{option} {path} has no rows of part {part!r}")
     return rows
 
 
 def _marks(texts, labels):
+    """--mark LABEL:NAME=DELTA -> {label: {name: delta}}; NAME ending in > or < (LABEL:NAME>=DELTA) marks a bound:
+    {"delta": delta, "text": "NAME (LABEL) >= DELTA (a lower bound)"}."""
     from ..errors import TheorykitError
 
     out = {lb: {} for lb in labels}
@@ -109,12 +134,115 @@ def _marks(texts, labels):
             raise TheorykitError(f"--mark expects LABEL:NAME=DELTA, got {t!r}") from None
         if lab not in out:
             raise TheorykitError(f"--mark {t!r}: {lab!r} is not among the curves {labels}")
-        out[lab][name.strip() or "mark"] = v
+        name = name.strip()
+        rel = name[-1] if name.endswith((">", "<")) else ""
+        name = name.rstrip("<>").strip() or "mark"
+        out[lab][name] = v if not rel else {"delta": v, "text": f"{name} ({lab}) {rel}= {v:.4g} (a "
+                                                                f"{'lower' if rel == '>' else 'upper'} bound)"}
     return out
 
 
+def _delta_nn_marks(path, problems) -> dict:
+    """delta_NN per curve from a delta_nn table (part nn): the setting of theorykit.compare.hessian_check.SETTINGS
+    whose Problem (activation, link, loss, m, eta) is the curve's.  {curve: {"delta", "text", "converged", "T",
+    "setting"}, or {"reason"} when no setting matches or the table has no delta_NN for it}."""
+    from ..compare.hessian_check import SETTINGS, problem_of
+    from ..errors import TheorykitError
+
+    rows = _read_rows(path, "nn", "--delta-nn-table")
+    if "delta_nn" not in rows[0] or "setting" not in rows[0]:
+        raise TheorykitError(f"--delta-nn-table {path} has no columns setting and delta_nn (a tables/delta_nn.csv?)")
+
+    def key(pr):
+        return {k: v for k, v in pr.to_dict().items() if k not in ("delta", "steps")}
+
+    out = {}
+    for a, pr in problems.items():
+        names = [n for n in SETTINGS if key(problem_of(n, pr.delta, pr.steps)) == key(pr)]
+        got = [r for r in rows if r.get("setting") in names]
+        if not got:
+            what = f"{a} / {pr.link} / {pr.loss} / m = {pr.m} / eta = {pr.eta:g}"
+            out[a] = {"reason": f"{path} has no rows of setting {names[0]} ({what})" if names else
+                                f"no setting of theorykit.compare.hessian_check.SETTINGS is {what} (mark it with "
+                                f"--mark {a}:delta_NN=DELTA)"}
+            continue
+        r = got[-1]
+        v, T = r.get("delta_nn"), r.get("T")
+        if not isinstance(v, float) or not math.isfinite(v):
+            out[a] = {"reason": f"{path}, setting {r['setting']}: no delta_NN ({r.get('error') or 'empty'})"}
+            continue
+        conv = str(r.get("converged")).strip().lower() in ("true", "1", "1.0")
+        by = f"by t = {T:g}" if isinstance(T, float) else "on the table's t grid"
+        out[a] = {"delta": v, "converged": conv, "T": T, "setting": r["setting"],
+                  "text": (f"delta_NN ({a}) = {v:.4g} (converged {by})" if conv else
+                           f"delta_NN ({a}) >= {v:.4g} (not converged {by})")}
+    return out
+
+
+def _prediction_cache(args, pr):
+    """The JSON file of one curve's finite-d prediction points in --csv-dir (None without it): keyed by the Problem
+    (but its delta), d, paths and replicas, one entry per delta."""
+    import hashlib
+    import json
+
+    if not args.csv_dir:
+        return None
+    blob = json.dumps({**pr.to_dict(), "delta": None, "d": args.d, "paths": args.paths, "replicas": args.replicas},
+                      sort_keys=True, default=str)
+    return os.path.join(args.csv_dir, f"predict_{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json")
+
+
+def _prediction(args, pr, deltas) -> dict:
+    """The finite-d prediction of one curve (finite_d_curve), or the reason there is none: {points, how, reason,
+    cached}.  With --csv-dir the points that did not fail are stored and read back (cached: how many were)."""
+    import json
+
+    from ..dynamics.capture import finite_d_curve
+    from ..errors import TheorykitError
+
+    path = _prediction_cache(args, pr)
+    done = {}
+    if path and os.path.exists(path):
+        with open(path) as fh:
+            done = json.load(fh)
+    todo = [dl for dl in deltas if f"{dl:g}" not in done]
+    try:
+        new = finite_d_curve(pr, todo, args.d, paths=args.paths, replicas=args.replicas,
+                             progress=bool(args.progress)) if todo else []
+    except TheorykitError as e:
+        return {"points": [], "how": "", "reason": f"no finite-d prediction: {e}", "cached": 0}
+    fresh = {f"{p['delta']:g}": p for p in new}
+    if path and new:
+        os.makedirs(args.csv_dir, exist_ok=True)
+        with open(path + ".tmp", "w") as fh:
+            json.dump({**done, **{k: p for k, p in fresh.items() if not p["error"]}}, fh)
+        os.replace(path + ".tmp", path)
+    pts = [{**done, **fresh}[f"{dl:g}"] for dl in deltas]
+    return {"points": pts, "how": pts[0]["how"], "reason": None, "cached": len(deltas) - len(todo)}
+
+
+def _prediction_caption(preds) -> str:
+    parts = []
+    for a, p in preds.items():
+        if p["reason"]:
+            parts.append(f"{a}: {p['reason']}")
+            continue
+        bad = [f"{q['delta']:g} ({q['error']})" for q in p["points"] if q["error"]]
+        noisy = [f"{q['delta']:g}" for q in p["points"] if q["noise_limited"]]
+        at = ", ".join(f"{q['delta']:g}" for q in p["points"])
+        parts.append(f"{a}: {p['how']}, at delta = {at}" + (f"; failed at delta = {'; '.join(bad)}" if bad else "")
+                     + (f"; {p['cached']} of {len(p['points'])} points read back from --csv-dir" if p["cached"] else "")
+                     + (f"; m_star noise-limited (unreliable) at delta = {', '.join(noisy)}" if noisy else ""))
+    drawn = any(not p["reason"] for p in preds.values())
+    return (("Dashed with hatched bands: the finite-d prediction (open squares: m_star noise-limited), band = the low "
+             "and high bounds of DMFTResult.capture_prediction (m_star bracket, v_eff +- 2 se, matching time; a band "
+             "of the inputs, not a confidence interval). " if drawn else "") + ". ".join(parts))
+
+
 def _success(args):
+    from ..compare import figures
     from ..compare.settings_table import parse_eta
+    from ..errors import TheorykitError
     from ..problem import Problem
     from ..referee.sweeps import summarise, sweep
     from .table import parse_numbers, split_top
@@ -122,29 +250,62 @@ def _success(args):
     acts = split_top(args.activations)
     eta = parse_eta(args.eta, acts)
     deltas = sorted(parse_numbers(args.deltas, "deltas"))
+    given = [o for o, v in (("--predict-deltas", args.predict_deltas), ("--paths", args.paths),
+                            ("--replicas", args.replicas)) if v is not None]
+    if given and not args.predict:
+        raise TheorykitError(f"{', '.join(given)} set the finite-d prediction: add --predict")
+    pdeltas = sorted(parse_numbers(args.predict_deltas, "predict-deltas")) if args.predict_deltas else deltas
+    args.paths, args.replicas = args.paths or 16384, args.replicas or 4
     marks = _marks(args.mark, acts)
-    curves, data = {}, {}
+    problems = {a: Problem(a, args.link, args.loss, args.width, eta=eta[a], delta=deltas[0], steps=args.steps)
+                for a in acts}
+    nn = _delta_nn_marks(args.delta_nn_table, problems) if args.delta_nn_table else {}
+    for a, v in nn.items():
+        if "delta" in v:
+            if "delta_NN" in marks[a]:
+                raise TheorykitError(f"delta_NN of {a} is given twice: by --mark and by --delta-nn-table")
+            marks[a]["delta_NN"] = {"delta": v["delta"], "text": v["text"]}
+    labels = {a: f"{a} (eta {eta[a]:g})" for a in acts}
+    curves, data, preds = {}, {}, {}
     for a in acts:
-        pr = Problem(a, args.link, args.loss, args.width, eta=eta[a], delta=deltas[0], steps=args.steps)
-        da = pr.analysis.delta_alg.value
-        marks[a] = {"delta_alg": da, **marks[a]}
+        pr, label = problems[a], labels[a]
+        marks[label] = {"delta_alg": pr.analysis.delta_alg.value, **marks.pop(a)}
         csv_path = None if not args.csv_dir else os.path.join(args.csv_dir, f"success_{len(curves)}_{a}.csv".replace("/", "_"))
         if csv_path:
             os.makedirs(args.csv_dir, exist_ok=True)
         df = sweep(deltas, range(args.seeds), problem=pr, d=args.d, stop_after_escape=0, csv=csv_path,
                    processes=args.processes, progress=bool(args.progress) or None, quiet=True)
         s = summarise(df)
-        curves[f"{a} (eta {eta[a]:g})"] = s
-        marks[f"{a} (eta {eta[a]:g})"] = marks.pop(a)
+        curves[label] = s
         data[a] = s[["delta", "runs", "successes", "success_probability", "low", "high"]].to_dict("records")
-    from ..compare import figures
-
+        if args.predict:
+            preds[a] = _prediction(args, pr, pdeltas)
+    xlim = figures.delta_range(deltas + (pdeltas if args.predict else []))
+    off = [text for lab, ms in marks.items() for name, m in ms.items() for x, text in [figures.mark(name, lab, m)]
+           if x is not None and not math.isnan(x) and not xlim[0] <= x <= xlim[1]]
+    notes = [f"{a}: {p['reason']}" for a, p in preds.items() if p["reason"]]
+    notes += [f"{a}: no delta_NN mark: {v['reason']}" for a, v in nn.items() if "reason" in v]
     title = (f"{args.link}, {args.loss} loss, m = {args.width}, d = {args.d}, horizon {args.steps}, {args.seeds} seeds "
              f"per delta (Wilson 95% bands)")
-    fig = figures.success(curves, marks, title)
+    fig = figures.success(curves, marks, title, xlim=xlim, notes=notes,
+                          predictions={labels[a]: p["points"] for a, p in preds.items()})
     caption = ("Success probability of finite-d GD (hard overlap > 1/2 by the horizon) against delta, with delta_alg "
                "and the given marks as vertical lines")
-    return fig, caption, {"curves": data, "marks": marks}
+    if args.predict:
+        caption += ". " + _prediction_caption(preds)
+    if nn:
+        caption += ". delta_NN from " + args.delta_nn_table + " (part nn, spectral criterion; a lower bound when not "
+        caption += "converged): " + "; ".join(f"{a}" + (f" (setting {v['setting']})" if "setting" in v else "")
+                                              + f": {v.get('text') or v['reason']}" for a, v in nn.items())
+    if off:
+        caption += (f". Off the plotted range [{xlim[0]:.3g}, {xlim[1]:.3g}] (arrowheads at its edge, 'off scale' in "
+                    f"the legend): " + "; ".join(off))
+    out = {"curves": data, "marks": marks}
+    if args.predict:
+        out["prediction"] = preds
+    if nn:
+        out["delta_nn"] = nn
+    return fig, caption, out
 
 
 def _hessian(args):

@@ -1,5 +1,5 @@
-"""theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA --t T [T ...]
-[--n N | --d DIM] [--delta-range LO HI] [--points P] [--paths N] [--replicas R] [--seed S] [--refine K] [--ridge R]
+"""theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA [--t T [T ...]]
+[--n N | --d D [D ...]] [--horizon T [--horizon-deltas D ...]] [--delta-range LO HI] [--points P] [--paths N] [--replicas R] [--seed S] [--refine K] [--ridge R]
 [--nn T_MAX [--nn-points K]] [--dyn T1 T2 [--dyn-deltas D ...]] [--progress] [--json]
 
 delta*(t) (docs/theory.md §5): the smallest delta at which the DMFT state at time t has a hard outlier below the
@@ -7,10 +7,12 @@ Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresh
 law at each delta is truncated at its 1/n quantile (n fixed, or n = delta d moving along the scan).
 
 JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_reason says why), delta_alg_info
-{exact, error, method}, delta_star [{t, value, stderr, edge, outlier, overlap2, truncation_n, bracket, unbounded,
+{exact, error, method}, delta_star [{t, d, value, stderr, edge, outlier, overlap2, truncation_n, bracket, unbounded,
 tried, method, D_low}], with --nn also delta_nn {value, stderr, criterion, converged, evidence {definition, rule,
 by_t, lower_bound, sequence, increments, settled, unbounded, truncation, note}}, with --dyn also delta_dyn {value,
 stderr, criterion, gamma [{delta, value, stderr, t_range, points}], t_range, definition, reason, method},
+with --d D [D ...] --horizon T also finite_d [{d, horizon, midpoint, band, note}] and escape_time [{delta, d, t, band,
+note}] (t null: P(capture) < 1/2 up to the horizon) and finite_d_info {deltas, d, horizon, per_delta, method},
 settings, seconds.  Every value that is not finite is null.  No sign change of the outlier
 margin on the grid is an error (exit 2, one line, with the margins tried).
 """
@@ -41,13 +43,14 @@ def add_parser(sub):
                                    "standard errors from the replicas; and delta_alg of the link.",
                        epilog=EXAMPLE)
     add_problem_arguments(p, delta=False)
-    p.add_argument("--t", type=integer(0), nargs="+", required=True, metavar="T",
-                   help="GD times t >= 0 (one scan serves them all: it runs to max t)")
+    p.add_argument("--t", type=integer(0), nargs="+", default=None, metavar="T",
+                   help="GD times t >= 0 of delta*(t) (one scan serves them all: it runs to max t)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--n", type=integer(1), default=None,
                    help="truncate the law at every delta at its 1/n quantile, n >= 1 samples (finite-n law)")
-    g.add_argument("--d", type=integer(1), default=None,
-                   help="the user's dimension d >= 1: truncate at n = delta d, which moves along the scan")
+    g.add_argument("--d", type=integer(1), nargs="+", default=None, metavar="D",
+                   help="the user's dimension(s) d >= 1: delta*(t) with the law truncated at n = delta d (moving "
+                        "along the scan; one scan per d), and with --horizon the finite-d answers at each d")
     p.add_argument("--delta-range", type=positive_float, nargs=2, default=[float(lo), float(hi)],
                    metavar=("LO", "HI"), dest="delta_range",
                    help=f"scan range 0 < LO < HI of delta (log-spaced grid; default {lo:g} {hi:g})")
@@ -67,6 +70,12 @@ def add_parser(sub):
                         "where gamma crosses 0")
     p.add_argument("--dyn-deltas", type=positive_float, nargs="+", default=None, dest="dyn_deltas", metavar="D",
                    help="the deltas of gamma(delta) (default: the scan's grid)")
+    p.add_argument("--horizon", type=integer(1), default=None, metavar="T",
+                   help="with --d: GD at each d by this many steps (width 1): the midpoint delta_1/2(d, T) where "
+                        "P(capture) = 1/2 and the escape times t_1/2(delta, d), from a capture ladder of nonlinear "
+                        "DMFT runs per delta (docs/theory.md §5)")
+    p.add_argument("--horizon-deltas", type=positive_float, nargs="+", default=None, dest="horizon_deltas",
+                   metavar="D", help="the deltas of the finite-d answers (default: the scan's grid)")
     return p
 
 
@@ -89,7 +98,18 @@ def run(args) -> dict:
             raise TheorykitError(f"argument --dyn-deltas: give >= 2 distinct deltas, got {args.dyn_deltas}")
     elif args.dyn_deltas is not None:
         raise TheorykitError("argument --dyn-deltas: only with --dyn T1 T2")
-    asked = sorted(set(args.t))
+    if args.horizon is not None:
+        if not args.d:
+            raise TheorykitError("argument --horizon: give the dimension(s) with --d D [D ...]")
+        if args.width != 1:
+            raise TheorykitError("argument --horizon: the finite-d answers are defined for --width 1 so far (the "
+                                 "capture over the law of an m-vector of initial overlaps is not built yet)")
+    elif args.horizon_deltas is not None:
+        raise TheorykitError("argument --horizon-deltas: only with --horizon T")
+    if not (args.t or args.nn is not None or args.dyn is not None or args.horizon is not None):
+        raise TheorykitError("nothing to compute: give --t T [T ...] (delta*(t)), --nn T_MAX, --dyn T1 T2 or --d D "
+                             "--horizon T")
+    asked = sorted(set(args.t or []))
     nn_times = []
     if args.nn is not None:
         from ..thresholds import NN_FIRST_T, geometric_times
@@ -99,21 +119,24 @@ def run(args) -> dict:
             raise TheorykitError(f"argument --nn: T_MAX = {args.nn} gives the t grid {nn_times}; delta_NN needs >= 3 "
                                  "times (raise T_MAX)")
     times = sorted(set(asked) | set(nn_times))  # one scan serves both
-    problem = make_problem(args, lo, max(times))
+    problem = make_problem(args, lo, max(times + [1]))
     da = problem.analysis.delta_alg
-    psd = spectral_inapplicable(problem)
+    psd = spectral_inapplicable(problem) if times else None
     if psd and args.dyn is None:
         raise TheorykitError(psd + "; add --dyn T1 T2 for the dynamical criterion")
-    every = [] if psd else delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=args.d, n=args.n,
-                                      paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
-                                      progress=bool(args.progress))
-    res = [q for q in every if q.t in asked]
+    every, res = [], []
+    for d in (args.d or [None]) if times and not psd else []:  # one scan per truncation dimension
+        scan = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=d, n=args.n,
+                          paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
+                          progress=bool(args.progress))
+        every = every or scan  # delta_NN's sequence: the first d's
+        res += [(d, q) for q in scan if q.t in asked]
     info = da.as_dict()
     out = {"delta_alg": da.value}
     if da.value is None:  # +infinity: no spectral weak recovery at any delta
         out["delta_alg_reason"] = f"{info.get('reason') or 'delta_alg is infinite for this link'} [{da.method}]"
     out["delta_alg_info"] = info
-    out["delta_star"] = [r.as_dict() for r in res]
+    out["delta_star"] = [dict(q.as_dict(), d=d) for d, q in res]
     if psd:
         out["delta_star_reason"] = psd
     if args.dyn is not None:
@@ -133,14 +156,27 @@ def run(args) -> dict:
     elif args.nn is not None:
         from ..thresholds import delta_nn_from
 
-        out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=args.d, n=args.n).as_dict()
+        out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=(args.d or [None])[0],
+                                        n=args.n).as_dict()
+    if args.horizon is not None:
+        import numpy as np
+
+        from ..thresholds import finite_d
+
+        grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
+        fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas, seed=args.seed,
+                      progress=bool(args.progress)).as_dict()
+        out["finite_d"] = fd.pop("finite_d")
+        out["escape_time"] = fd.pop("escape_time")
+        out["finite_d_info"] = fd
     out["settings"] = {"activation": problem.activation, "link": problem.link, "loss": problem.loss,
                        "width": problem.m, "a": problem.a_vector.tolist(), "b": problem.b_vector.tolist(),
                        "eta": problem.eta, "ridge": problem.ridge, "t": times, "n": args.n, "d": args.d,
                        "delta_range": [lo, hi], "points": args.points, "paths": args.paths,
                        "replicas": args.replicas, "seed": args.seed, "refine": args.refine,
                        "hard_dim": problem.analysis.hard_dim, "nn": args.nn, "nn_times": nn_times,
-                       "dyn": args.dyn, "dyn_deltas": args.dyn_deltas}
+                       "dyn": args.dyn, "dyn_deltas": args.dyn_deltas, "horizon": args.horizon,
+                       "horizon_deltas": args.horizon_deltas}
     out["seconds"] = time.perf_counter() - t0
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
 
@@ -152,8 +188,9 @@ def text(r) -> str:
              f"[{s['delta_range'][0]:g}, {s['delta_range'][1]:g}] ({s['points']} points + {s['refine']} refinements "
              f"per t), {s['paths']} DMFT paths in {s['replicas']} replicas, {r['seconds']:.1f} s",
              f"  delta_alg = {fmt(r['delta_alg'], '.6g', 'infinite')}"]
-    lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'edge':>11} {'outlier':>11} {'overlap^2':>9} "
-                 f"{'n':>8} tail")
+    if r["delta_star"]:
+        lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'edge':>11} {'outlier':>11} {'overlap^2':>9} "
+                     f"{'n':>8} tail")
     for q in r["delta_star"]:
         unb = {True: "unbounded", False: "bounded", None: "undecided"}[q["unbounded"]]
         lines.append(f"  {q['t']:>6} {fmt(q['value'], '10.5g'):>10} {fmt(q['stderr'], '9.2g'):>9} "
@@ -181,4 +218,12 @@ def text(r) -> str:
         val = (f"{fmt(dy['value'], '.4g')} +- {fmt(dy['stderr'], '.2g')}" if dy["value"] is not None and dy["value"] == dy["value"]
                else f"undefined ({dy['reason']})")
         lines.append(f"  delta_dyn ({dy['criterion']}) = {val}; gamma(delta) on t in {dy['t_range']}: {gs}")
+    for f in r.get("finite_d", []):
+        mid = (f"{fmt(f['midpoint'], '.4g')} [{fmt(f['band'][0], '.4g')}, {fmt(f['band'][1], '.4g')}]"
+               if f["midpoint"] is not None else f"undefined ({f['note']})")
+        esc = ", ".join(f"{e['delta']:.4g}: {e['t'] if e['t'] is not None else '> ' + str(f['horizon'])}"
+                        for e in r.get("escape_time", []) if e["d"] == f["d"])
+        lines.append(f"  d = {f['d']}, horizon {f['horizon']}: delta_1/2 = {mid}; escape time t_1/2 by delta: {esc}")
+    if r.get("finite_d_info"):
+        lines.append(f"  finite d: {r['finite_d_info']['method']}")
     return "\n".join(lines)

@@ -22,7 +22,8 @@ from ..errors import TheorykitError
 from ..problem import Problem
 from ..thresholds import delta_dyn, delta_nn
 from .hessian_check import SETTINGS
-from .tables import fmt, log, md_table, now, regenerate_command, write_table
+from .tables import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
+                     regenerate_command, write_table)
 
 #: Part 1: (setting, T, t grid points, delta range, truncation d or None, grid deltas)
 NN_CASES = [("bounded", 1000, 6, (4.0, 12.0), None, 6),
@@ -40,7 +41,11 @@ DYN_CASES = [("pr-gelu", (5.0, 6.5, 8.0, 10.0, 12.0, 14.0, 17.0), (25, 100), 0.0
              ("bounded", (3.5, 4.25, 5.0, 6.0, 7.0, 8.0, 9.0), (25, 100), 0.05, 1000),
              # a longer window (the bounded delta_dyn of the short window lies far below delta*(t)), with a smaller
              # kick so that fewer runs escape before t = 100
-             ("bounded", (5.0, 7.0, 9.0), (100, 400), 0.03, 1000)]
+             ("bounded", (5.0, 7.0, 9.0), (100, 400), 0.03, 1000),
+             # a kinked sigma (ReLU: the Hessian is PSD, no spectral threshold) and sigma = x^2 (eta = 0.05: a
+             # window of 300 steps is 15 units of time)
+             ("pr-relu", (4.0, 6.0, 8.0, 10.0, 14.0, 20.0), (25, 100), 0.05, 1000),
+             ("pr-x2", (3.0, 4.0, 5.0, 6.5, 8.0, 11.0), (100, 400), 0.05, 1000)]
 QUICK_NN = [("bounded", 40, 3, (2.0, 14.0), None, 8)]
 QUICK_DYN = [("pr-gelu", (10.0, 17.0), (20, 40), 0.05, 500)]
 #: Part 3: (setting, deltas, d values, seeds per d, horizon)
@@ -79,7 +84,7 @@ def _nn_render(case, rows):
     s, T, pts, rng, d, points = case
     trunc = "—" if d is None else f"n = delta x {d}"
     sec = f"{rows[0]['seconds']:.0f}" if rows and rows[0].get("seconds") is not None else "—"
-    if "error" in rows[0]:
+    if rows[0].get("error"):
         return ([s, trunc, "—", f"failed: {rows[0]['error']}", "—", "—", "—", sec],
                 f"* {s}: failed: {rows[0]['error']}", None, rows)
     seq = [DeltaStar(t=int(q["t"]), value=q["delta_star"], stderr=q["delta_star_se"], bracket=(math.nan, math.nan),
@@ -96,27 +101,18 @@ def _nn_render(case, rows):
 
 
 #: bump when a change of the solver changes a part's numbers (the cache is keyed by it)
-CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1"}
+CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1", "escape": "1"}
+
+
+def case_key(args, part: str, case: tuple) -> str:
+    """The identity of a finished case: its part, the part's CACHE_VERSION, the case tuple, paths and seeds."""
+    return key_of(part, CACHE_VERSION[part], *case, args.paths, args.seeds)
 
 
 def _cached(args, part: str, case: tuple, compute) -> dict:
-    """compute(args, case) once per (part, case, paths, seeds, version): the record is kept as JSON under
-    ``args.cache``/delta_nn, so an interrupted run resumes where it stopped."""
-    import json
-
-    folder = os.path.join(args.cache, "delta_nn")
-    os.makedirs(folder, exist_ok=True)
-    key = "_".join(str(v) for v in (part, CACHE_VERSION[part], *case, args.paths, args.seeds)).replace(" ", "")
-    fn = os.path.join(folder, "".join(c if c.isalnum() or c in "._-" else "-" for c in key) + ".json")
-    if os.path.exists(fn):
-        with open(fn) as f:
-            log(f"{part} {case[0]}: cached")
-            return json.load(f)
-    rec = compute(args, case)
-    with open(fn + ".tmp", "w") as f:
-        json.dump(rec, f, default=float)
-    os.replace(fn + ".tmp", fn)
-    return rec
+    """:func:`theorykit.compare.tables.cached_case` under ``args.cache``/delta_nn with this table's case key."""
+    return cached_case(args, part, case, compute, key=case_key(args, part, case),
+                       folder=os.path.join(args.cache, "delta_nn"))
 
 
 def part_nn(args, rows, md, cases):
@@ -139,7 +135,7 @@ def part_nn(args, rows, md, cases):
 
 
 def _dyn_case(args, case):
-    """One Part 2 setting: delta_dyn from the DMFT and the kick test at each delta, as plain data."""
+    """One Part 2 setting: delta_dyn from the DMFT and the kick test at each delta, as plain rows."""
     from ..referee import kick_growth_rate
 
     s, deltas, trange, m0, d = case
@@ -147,29 +143,52 @@ def _dyn_case(args, case):
     log(f"delta_dyn {s} deltas={deltas}")
     res = delta_dyn(_problem(s, deltas[0], 1), deltas, trange, paths=args.paths, replicas=4)
     t_dmft = (time.time() - t0) / len(deltas)
-    body, rows = [], []
+    rows = []
     for g in res.gamma:
         t1 = time.time()
         kick = kick_growth_rate(_problem(s, g["delta"], 1), d=d, m0=m0, t_range=trange, seeds=range(args.seeds))
-        t_kick = time.time() - t1
-        body.append([s, g["delta"], f"[{trange[0]}, {trange[1]}]", f"{fmt(g['value'], 3)} ± {fmt(g['stderr'], 2)}",
-                     f"{fmt(kick['value'], 3)} ± {fmt(kick['stderr'], 2)}", f"{m0:g}, {d}",
-                     f"{len(kick['escaped_before_window'])}/{len(kick['seeds'])}", f"{t_dmft:.0f} / {t_kick:.0f}"])
         rows.append({"part": "dyn", "setting": s, "delta": g["delta"], "t1": trange[0], "t2": trange[1],
                      "gamma_dmft_how": g.get("how", g.get("note")),
                      "gamma_dmft": g["value"], "gamma_dmft_se": g["stderr"], "gamma_sim": kick["value"],
                      "gamma_sim_se": kick["stderr"], "kick_m0": m0, "kick_d": d,
                      "escaped_before_window": len(kick["escaped_before_window"]), "seeds": len(kick["seeds"]),
-                     "delta_dyn": res.value, "delta_dyn_se": res.stderr})
-    dyn = (f"{fmt(res.value)} ± {fmt(res.stderr, 2)}" if math.isfinite(res.value) else f"undefined: {res.reason}")
-    return {"rows": rows, "body": body, "note": f"* {s}: delta_dyn (DMFT) = {dyn}."}
+                     "delta_dyn": res.value, "delta_dyn_se": res.stderr,
+                     "delta_dyn_reason": res.reason, "seconds_dmft": t_dmft, "seconds_kick": time.time() - t1})
+    return {"rows": rows}
+
+
+def _num(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _dyn_render(case, rows) -> tuple:
+    """(Markdown rows, note) of a Part 2 case from its rows."""
+    s = case[0]
+    body = []
+    for r in rows:
+        sec = (f"{r['seconds_dmft']:.0f} / {r['seconds_kick']:.0f}" if r.get("seconds_dmft") is not None
+               else "—")
+        body.append([s, f"{float(r['delta']):g}", f"[{r['t1']}, {r['t2']}]",
+                     f"{fmt(_num(r['gamma_dmft']), 3)} ± {fmt(_num(r['gamma_dmft_se']), 2)}",
+                     f"{fmt(_num(r['gamma_sim']), 3)} ± {fmt(_num(r['gamma_sim_se']), 2)}",
+                     f"{r['kick_m0']:g}, {r['kick_d']}", f"{r['escaped_before_window']}/{r['seeds']}", sec])
+    value, se = _num(rows[0]["delta_dyn"]), _num(rows[0]["delta_dyn_se"])
+    dyn = (f"{fmt(value)} ± {fmt(se, 2)}" if math.isfinite(value)
+           else f"undefined: {rows[0].get('delta_dyn_reason') or 'see the rows'}")
+    why = [f"delta = {r['delta']:g}: {r['gamma_dmft_how']}" for r in rows
+           if not math.isfinite(_num(r["gamma_dmft"])) and r.get("gamma_dmft_how")]
+    note = f"* {s}, t in [{rows[0]['t1']}, {rows[0]['t2']}]: delta_dyn (DMFT) = {dyn}."
+    if why:
+        note += "  No DMFT rate at " + "; ".join(why) + "."
+    return body, note
 
 
 def part_dyn(args, rows, md, cases):
     md.append("## Part 2: the dynamical criterion, gamma(delta), DMFT against the finite-d kick test\n")
     md.append("DMFT: m*(T) = the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2) by T, "
               f"from a ladder of 14 runs (m0 in [1e-4, 0.5], {args.paths} paths in 4 replicas); gamma = -d ln m*/dT "
-              "by least squares on the t range (se: the same fit on each DMFT replica's own m*, spread / sqrt(4)).  Finite d: GD from a kick m0 along the "
+              "by least squares on the t range (se: the same fit on each DMFT replica's own m*, spread / sqrt(4)).  "
+              "Finite d: GD from a kick m0 along the "
               f"hard direction, {args.seeds} seeds; gamma_sim = the slope of ln|cos(theta, e)| on the same range "
               "before cos^2 > 1/2 (seeds that escape before the window are counted, not fitted).  Same units (a "
               "rate of the amplitude; the rate of cos^2 is twice it).\n")
@@ -177,20 +196,66 @@ def part_dyn(args, rows, md, cases):
            "seconds (DMFT / finite d)"]
     body = []
     for case in cases:
-        rec = _cached(args, "dyn", case, _dyn_case)
-        rows += rec["rows"]
-        body += rec["body"]
-        md.append(rec["note"])
+        case_rows = _cached(args, "dyn", case, _dyn_case)["rows"]
+        b, note = _dyn_render(case, case_rows)
+        rows += case_rows
+        body += b
+        md.append(note)
     md.append("")
     md.append(md_table(hdr, body))
     md.append("")
 
 
+def _escape_case(args, case):
+    """One Part 3 setting: the sweeps at every d (each run stopped at its escape), as plain rows per (delta, d)."""
+    from ..referee import sweep
+
+    s, deltas, ds, seeds, horizon = case
+    folder = os.path.join(args.cache, "delta_nn")
+    os.makedirs(folder, exist_ok=True)
+    pr = _problem(s, deltas[0], horizon)
+    per = {}
+    for d in ds:
+        t0 = time.time()
+        log(f"escape {s} d={d}")
+        csv = os.path.join(folder, f"escape_{s}_d{d}_T{horizon}.csv")
+        df = sweep(list(deltas), range(seeds[d] if isinstance(seeds, dict) else seeds), problem=pr, d=d,
+                   stop_after_escape=0, csv=csv, processes=args.processes, quiet=True)
+        sec = time.time() - t0
+        for dl in deltas:
+            g = df[df.delta == dl]
+            per[(dl, d)] = (g.escape_time.dropna().to_numpy(dtype=float), len(g), sec / len(deltas))
+    rows = []
+    for dl in deltas:
+        full = [(d, float(np.median(per[(dl, d)][0]))) for d in ds if len(per[(dl, d)][0]) == per[(dl, d)][1] > 0]
+        slope = (float(np.polyfit(np.log([d for d, _ in full]), [v for _, v in full], 1)[0]) if len(full) >= 3
+                 else float("nan"))
+        for d in ds:
+            esc, nr, sec = per[(dl, d)]
+            q = np.percentile(esc, [25, 75]) if len(esc) else [float("nan")] * 2
+            rows.append({"part": "escape", "setting": s, "delta": dl, "d": d, "horizon": horizon,
+                         "escaped": len(esc), "runs": nr, "escape_median": float(np.median(esc)) if len(esc)
+                         else float("nan"), "escape_q25": q[0], "escape_q75": q[1], "escape_slope_lnd": slope,
+                         "seconds": sec})
+    return {"rows": rows}
+
+
+def _escape_render(rows) -> list:
+    body, first = [], set()
+    for r in rows:
+        top = r["delta"] not in first
+        first.add(r["delta"])
+        ne, med = r["escaped"], _num(r["escape_median"])
+        body.append([r["setting"], f"{float(r['delta']):g}", r["d"], r["horizon"], f"{ne}/{r['runs']}", fmt(med),
+                     f"{fmt(_num(r['escape_q25']))}-{fmt(_num(r['escape_q75']))}" if ne else "—",
+                     fmt(_num(r["escape_slope_lnd"])) if top else "",
+                     f"{r['seconds']:.0f}" if r.get("seconds") is not None else "—"])
+    return body
+
+
 def part_escape(args, rows, md, cases):
     """Part 3: the simulator's escape time (first step with hard overlap > 1/2) against d, from random initialisation:
     fast escape that grows like ln d above delta_NN, none or slow below it."""
-    from ..referee import sweep
-
     md.append("## Part 3: the simulator's escape time against d (bounded setting)\n")
     md.append("GD from random initialisation (theorykit.sweep, each run stopped at its escape: the first step with "
               "hard overlap cos^2 > 1/2).  Per delta and d: the fraction escaped by the horizon, and the median and "
@@ -200,54 +265,23 @@ def part_escape(args, rows, md, cases):
     hdr = ["setting", "delta", "d", "horizon", "escaped", "median escape time", "quartiles", "slope b (per ln d)",
            "seconds"]
     body = []
-    for s, deltas, ds, seeds, horizon in cases:
-        folder = os.path.join(args.cache, "delta_nn")
-        os.makedirs(folder, exist_ok=True)
-        pr = _problem(s, deltas[0], horizon)
-        per = {}
-        for d in ds:
-            t0 = time.time()
-            log(f"escape {s} d={d}")
-            csv = os.path.join(folder, f"escape_{s}_d{d}_T{horizon}.csv")
-            df = sweep(list(deltas), range(seeds[d] if isinstance(seeds, dict) else seeds), problem=pr, d=d,
-                       stop_after_escape=0, csv=csv, processes=args.processes, quiet=True)
-            sec = time.time() - t0
-            for dl in deltas:
-                g = df[df.delta == dl]
-                esc = g.escape_time.dropna().to_numpy(dtype=float)
-                per[(dl, d)] = (len(esc), len(g), esc, sec / len(deltas))
-        for dl in deltas:
-            full = [(d, float(np.median(per[(dl, d)][2]))) for d in ds if per[(dl, d)][0] == per[(dl, d)][1] > 0]
-            slope = (float(np.polyfit(np.log([d for d, _ in full]), [v for _, v in full], 1)[0]) if len(full) >= 3
-                     else float("nan"))
-            for d in ds:
-                ne, nr, esc, sec = per[(dl, d)]
-                med = float(np.median(esc)) if ne else float("nan")
-                q = np.percentile(esc, [25, 75]) if ne else [float("nan")] * 2
-                body.append([s, dl, d, horizon, f"{ne}/{nr}", fmt(med), f"{fmt(q[0])}-{fmt(q[1])}" if ne else "—",
-                             fmt(slope) if d == ds[0] else "", f"{sec:.0f}"])
-                rows.append({"part": "escape", "setting": s, "delta": dl, "d": d, "horizon": horizon,
-                             "escaped": ne, "runs": nr, "escape_median": med, "escape_q25": q[0], "escape_q75": q[1],
-                             "escape_slope_lnd": slope})
+    for case in cases:
+        case_rows = _cached(args, "escape", case, _escape_case)["rows"]
+        rows += case_rows
+        body += _escape_render(case_rows)
     md.append(md_table(hdr, body))
     md.append("")
 
 
 def main(argv=None, *, prog=None, root=None):
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one tiny case per part (a few minutes)")
     ap.add_argument("--paths", type=int, default=16384, help="DMFT paths (default 16384)")
     ap.add_argument("--seeds", type=int, default=8, help="finite-d seeds of the kick test (default 8)")
     ap.add_argument("--parts", default="123", help="which parts (default 123)")
-    ap.add_argument("--processes", type=int, default=None, help="simulator processes of Part 3 (default: CPUs)")
-    ap.add_argument("--out", default=None, help="table stem (default tables/delta_nn)")
-    ap.add_argument("--cache", default=None, help="folder of finished cases (default tables/.cache): an "
-                    "interrupted run resumes there")
-    ap.add_argument("--cases", default=None, help="comma-separated settings to run (default: all of the part)")
+    add_case_table_arguments(ap, "delta_nn")
     args = ap.parse_args(argv)
+    stem = open_case_table(args, root, "delta_nn")
     root = root or os.getcwd()
-    stem = args.out or os.path.join(root, "tables", "delta_nn" + ("_quick" if args.quick else ""))
-    args.cache = args.cache or os.path.join(root, "tables", ".cache")
     started, t0 = now(), time.time()
     rows, md = [], []
     pick = (lambda cases: cases) if not args.cases else \
@@ -261,7 +295,8 @@ def main(argv=None, *, prog=None, root=None):
     cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k))
     write_table(stem, rows, cols, md, title="delta_NN and the dynamical criterion",
                 command=regenerate_command(prog or "python scripts/delta_nn_table.py", argv or []),
-                timing="cases already in the cache (tables/.cache/delta_nn) are read back, so this counts only the "
-                       "cases computed in this run; each row gives its own case's seconds",
+                timing="cases already in the table (same case key) or in the cache tables/.cache/delta_nn are read "
+                       "back, so this counts only the cases computed in this run; each row gives its own case's "
+                       "seconds",
                 started=started, wall=time.time() - t0, root=root)
     return rows

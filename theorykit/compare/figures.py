@@ -30,25 +30,75 @@ def save(fig, stem: str) -> list:
     return paths
 
 
-def success(curves: dict, marks: Optional[dict] = None, title: str = ""):
+def delta_range(deltas) -> tuple:
+    """The x range :func:`success` draws for these deltas: their span, padded by 4% on each side."""
+    lo, hi = float(min(deltas)), float(max(deltas))
+    pad = 0.04 * (hi - lo) if hi > lo else 0.5
+    return lo - pad, hi + pad
+
+
+def mark(name: str, label: str, m) -> tuple:
+    """(delta, legend text) of one mark of :func:`success`: m is a number (text "NAME (LABEL) = DELTA") or
+    {"delta": x, "text": legend text}."""
+    x, text = (m.get("delta"), m.get("text")) if isinstance(m, dict) else (m, None)
+    return x, text or (f"{name} ({label}) = {x:.3g}" if x is not None else f"{name} ({label})")
+
+
+def success(curves: dict, marks: Optional[dict] = None, title: str = "", predictions: Optional[dict] = None,
+            notes: Sequence[str] = (), xlim: Optional[tuple] = None):
     """Success probability of finite-d GD against delta.  curves: label -> DataFrame of
-    ``theorykit.referee.sweeps.summarise`` (delta, success_probability, low, high); marks: label -> {name: delta}
-    (vertical lines, e.g. delta_alg, delta_NN, the finite-d prediction's midpoint), drawn in the curve's colour."""
+    ``theorykit.referee.sweeps.summarise`` (delta, success_probability, low, high); predictions: label -> list of
+    {delta, probability, low, high} (:func:`theorykit.dynamics.finite_d_curve`; NaN points skipped), drawn dashed
+    with a hatched band in the curve's colour; marks: label -> {name: delta, or {"delta": x, "text": legend text}}
+    (vertical lines, e.g. delta_alg, delta_NN), drawn in the curve's colour.  The x range is ``xlim`` (default
+    :func:`delta_range` of the curves' and predictions' deltas); a mark outside it (infinite included) is an
+    arrowhead at the nearer edge, its text in the legend with "off scale".  Predictions whose m_star is noise-limited
+    are open squares.  The legend is right of the axes; notes: lines written under the axes (e.g. why a curve has no
+    prediction)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     styles = ["--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+    if xlim is None:
+        xs = [float(x) for s in curves.values() for x in s["delta"]]
+        xs += [p["delta"] for pts in (predictions or {}).values() for p in pts]
+        xlim = delta_range(xs)
+    outside = 0  # off-scale marks so far (arrowheads stacked down from the top)
     for i, (label, s) in enumerate(curves.items()):
         line, = ax.plot(s["delta"], s["success_probability"], "o-", label=label)
-        ax.fill_between(s["delta"], s["low"], s["high"], color=line.get_color(), alpha=0.2, lw=0)
-        for j, (name, x) in enumerate(((marks or {}).get(label) or {}).items()):
-            if x is not None and math.isfinite(x):
-                ax.axvline(x, color=line.get_color(), ls=styles[j % len(styles)], lw=1.2, label=f"{name} ({label}) = {x:.3g}")
+        colour = line.get_color()
+        ax.fill_between(s["delta"], s["low"], s["high"], color=colour, alpha=0.2, lw=0)
+        pts = [p for p in (predictions or {}).get(label) or [] if math.isfinite(p["probability"])]
+        if pts:
+            x = [p["delta"] for p in pts]
+            ax.plot(x, [p["probability"] for p in pts], "s--", color=colour, ms=4, lw=1.2,
+                    label=f"finite-d prediction, DMFT ({label})")
+            noisy = [p for p in pts if p.get("noise_limited")]
+            if noisy:
+                ax.plot([p["delta"] for p in noisy], [p["probability"] for p in noisy], "s", ms=6, mfc="white",
+                        color=colour, label=f"open: noise-limited m_star, unreliable ({label})")
+            ax.fill_between(x, [p["low"] for p in pts], [p["high"] for p in pts], facecolor="none", edgecolor=colour,
+                            hatch="///", lw=0, alpha=0.6)
+        for j, (name, m) in enumerate(((marks or {}).get(label) or {}).items()):
+            x, text = mark(name, label, m)
+            if x is None or math.isnan(x):
+                continue
+            if xlim[0] <= x <= xlim[1]:
+                ax.axvline(x, color=colour, ls=styles[j % len(styles)], lw=1.2, label=text)
+                continue
+            left = x < xlim[0]
+            ax.plot([xlim[0] if left else xlim[1]], [1.0 - 0.04 * outside], "<" if left else ">", color=colour,
+                    ms=7, transform=ax.get_xaxis_transform(), clip_on=False,
+                    label=f"{text}: off scale, {'below' if left else 'above'} the range {'←' if left else '→'}")
+            outside += 1
+    ax.set_xlim(*xlim)
     ax.axhline(0.5, color="grey", lw=0.6)
     ax.set_xlabel(r"$\delta = n/d$")
     ax.set_ylabel("P(success): hard overlap > 1/2 by the horizon")
     ax.set_ylim(-0.03, 1.03)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    if notes:
+        ax.annotate("\n".join(notes), xy=(0, -0.16), xycoords="axes fraction", va="top", fontsize=6.5)
     return fig
 
 

@@ -48,6 +48,8 @@ SETTINGS = {
     "pr-gelu-m2": ("gelu", "phase-retrieval", "square", 2, 1.0),
     "bounded-m2": ("gelu", "sign-symmetric", "logistic", 2, 1.0),
     "pr-x2-m2": ("quad", "phase-retrieval", "square", 2, 0.05),
+    # a custom activation with a non-zero second Hermite coefficient (issue 14's validation)
+    "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1, 1.0),
 }
 #: Part A cases: (setting, delta, t)
 SPECTRUM_CASES = [

@@ -208,26 +208,18 @@ def _sim(problem, col, opt):
 
 
 def _finite_d(problem, col, opt):
-    from ..dynamics.capture import capture_threshold
-    from ..dynamics.solver import dmft
+    from ..dynamics.capture import finite_d_curve
 
-    d, T = col.get("d"), col.get("T")
-    if problem.m != 1:
-        raise TheorykitError("finite_d: the matched capture prediction is for width m = 1")
-    P, lo, hi, parts = [], [], [], []
-    for dl in opt.deltas:
-        pr = problem.replace(delta=float(dl), steps=T)
-        r = dmft(pr, paths=opt.paths, replicas=opt.replicas, bias_check=False)
-        cap = capture_threshold(pr, paths=opt.paths, replicas=opt.replicas)
-        c = r.capture_prediction(d, cap)
-        P.append(c.probability)
-        lo.append(c.low)
-        hi.append(c.high)
-        parts.append(f"{dl:g}: {c.probability:.2f}")
+    pts = finite_d_curve(problem.replace(steps=col.get("T")), list(opt.deltas), col.get("d"), paths=opt.paths,
+                         replicas=opt.replicas)
+    failed = [p for p in pts if p["error"]]
+    if failed:
+        raise TheorykitError(f"delta = {failed[0]['delta']:g}: {failed[0]['error']}")
+    P, lo, hi = ([p[k] for p in pts] for k in ("probability", "low", "high"))
     mid, a, b = _crossings(list(opt.deltas), P, lo, hi)
-    return _cell(mid, math.nan, a, b, how=f"DMFT matched capture prediction (docs/theory.md §3.2) at d = {d} by T = "
-                                          f"{T}, {opt.paths} paths in {opt.replicas} replicas; P(success) {', '.join(parts)}; "
-                                          f"midpoint = crossing of 1/2, band = crossings of its low and high bounds")
+    parts = ", ".join(f"{p['delta']:g}: {p['probability']:.2f}" for p in pts)
+    return _cell(mid, math.nan, a, b, how=f"{pts[0]['how']}; P(success) {parts}; midpoint = crossing of 1/2, band = "
+                                          f"crossings of its low and high bounds")
 
 
 COMPUTE = {"delta_alg": _delta_alg, "delta_star": _delta_star, "delta_nn": _delta_nn, "finite_d": _finite_d,

@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..rules import midpoint  # one definition, shared with the theory's thresholds
 from ..runner import wilson
 
 __all__ = ["Proportion", "binomial", "midpoint", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
@@ -57,20 +58,6 @@ def binomial(k: int, n: int, level: float = 0.95) -> Proportion:
     se = math.sqrt(max(p * (1 - p), 0.0) / n)
     low, high = wilson(k, n, level)
     return Proportion(k, n, p, se, low, high, float(level))
-
-
-def midpoint(x: Sequence[float], y: Sequence[float], level: float = 0.5) -> Optional[float]:
-    """The x at which y crosses ``level``, by linear interpolation between the first bracketing pair.
-
-    Points are taken in the order given (x ascending in practice).  Non-monotone data: the FIRST adjacent pair with
-    (y_i - level)(y_{i+1} - level) <= 0 and y_i != y_{i+1} is used, later crossings are ignored; a pair that only
-    touches the level with equal values is skipped; a pair with a NaN never brackets (drop NaN points first to
-    interpolate across them).  Returns None when the level is not crossed.
-    """
-    for i in range(len(x) - 1):
-        if (y[i] - level) * (y[i + 1] - level) <= 0 and y[i] != y[i + 1]:
-            return x[i] + (level - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ DMFT vs seed mean

@@ -146,6 +146,88 @@ def write_table(stem: str, rows: Sequence[dict], columns: Sequence[str], body: S
     return csv_path, md_path
 
 
+def typed(v: str):
+    """A CSV cell back to a Python value: '' -> None, True/False, int, float, else the text."""
+    if v == "":
+        return None
+    if v in ("True", "False"):
+        return v == "True"
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def previous_rows(stem: str) -> dict:
+    """The rows of the table already written at ``stem``.csv, grouped by their case key (rows without one are
+    ignored): the committed table is the table's memory, so a clean checkout regenerates it without recomputing the
+    cases it already holds."""
+    import csv
+
+    out: dict = {}
+    if not os.path.exists(stem + ".csv"):
+        return out
+    with open(stem + ".csv", newline="") as f:
+        for row in csv.DictReader(f):
+            r = {k: typed(v) for k, v in row.items()}
+            if r.get("case_key"):
+                out.setdefault(r["case_key"], []).append(r)
+    return out
+
+
+def key_of(*parts) -> str:
+    """A case key: the parts joined by '_' (tuples as their repr, without spaces)."""
+    return "_".join(str(v) for v in parts).replace(" ", "")
+
+
+def cached_case(args, part: str, case: tuple, compute, *, key: str, folder: str) -> dict:
+    """compute(args, case) -> {"rows": [...]} once per ``key``: read back from the JSON cache in ``folder`` (an
+    interrupted run resumes there), else from the rows of the table being regenerated (``args.previous``, from
+    :func:`previous_rows`; empty with --recompute), else computed and cached.  Every row carries the key as
+    ``case_key``, so the committed table remembers which case made it."""
+    import json
+
+    os.makedirs(folder, exist_ok=True)
+    fn = os.path.join(folder, "".join(c if c.isalnum() or c in "._-" else "-" for c in key) + ".json")
+    if os.path.exists(fn):
+        with open(fn) as f:
+            log(f"{part} {case[0]}: cached")
+            rec = json.load(f)
+    elif key in (getattr(args, "previous", None) or {}):
+        log(f"{part} {case[0]}: read back from the table")
+        return {"rows": args.previous[key]}
+    else:
+        rec = compute(args, case)
+        with open(fn + ".tmp", "w") as f:
+            json.dump(rec, f, default=float)
+        os.replace(fn + ".tmp", fn)
+    return {"rows": [dict(r, case_key=key) for r in rec["rows"]]}
+
+
+def add_case_table_arguments(ap, name: str) -> None:
+    """The options every cached-case table script shares: --quick --processes --out --cache --cases --recompute."""
+    ap.add_argument("--quick", action="store_true", help="one tiny case per part (a few minutes)")
+    ap.add_argument("--processes", type=int, default=None, help="simulator processes (default: CPUs)")
+    ap.add_argument("--out", default=None, help=f"table stem (default tables/{name})")
+    ap.add_argument("--cache", default=None, help="folder of finished cases (default tables/.cache): an "
+                    "interrupted run resumes there")
+    ap.add_argument("--cases", default=None, help="comma-separated settings to run (default: all)")
+    ap.add_argument("--recompute", action="store_true", help="recompute every case (default: a case whose rows the "
+                    "table being regenerated already holds, under the same case key, is read back from it)")
+
+
+def open_case_table(args, root: Optional[str], name: str) -> str:
+    """The table's stem (``args.out`` or tables/NAME[_quick]); sets ``args.cache`` and ``args.previous`` (the
+    table's own rows by case key, unless --recompute)."""
+    root = root or os.getcwd()
+    stem = args.out or os.path.join(root, "tables", name + ("_quick" if args.quick else ""))
+    args.cache = args.cache or os.path.join(root, "tables", ".cache")
+    args.previous = {} if args.recompute else previous_rows(stem)
+    return stem
+
+
 def now() -> datetime.datetime:
     """The local time with its zone (for ``started``)."""
     return datetime.datetime.now().astimezone()

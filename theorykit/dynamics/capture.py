@@ -1,5 +1,6 @@
 """The capture threshold (docs/theory.md §3.2): the smallest initial hard overlap from which the nonlinear DMFT reaches
-cos^2 > 1/2 on a hard direction by the horizon."""
+cos^2 > 1/2 on a hard direction by the horizon; the matched finite-d prediction against delta built on it
+(:func:`finite_d_curve`); m*(t) on a ladder and its growth rate (the dynamical criterion)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ from typing import Optional
 import numpy as np
 
 from .. import defaults
-from ..errors import TheorykitError
+from ..errors import DivergenceError, TheorykitError
 from .hard_process import hard_subspace_basis
 
 #: capture_threshold flags its m* as noise-limited when M_T along e has a larger relative s.e. at a bracket end
@@ -105,6 +106,55 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
             "noise_limited": bool(noise > CAPTURE_NOISE_RSE)}
 
 
+
+def finite_d_curve(problem, deltas, d: int, *, paths: int, replicas: int, progress: bool = False) -> list:
+    """The DMFT's matched finite-d capture prediction (docs/theory.md §3.2, m = 1) against delta: for each delta of
+    ``deltas``, P(GD at dimension ``d`` captures the hard direction by the horizon ``problem.steps``) with its band,
+    from ``dmft(problem at delta, paths, replicas)`` and :func:`capture_threshold` (same paths and replicas), through
+    :meth:`DMFTResult.capture_prediction`.  What ``theorykit table``'s finite_d column and ``theorykit plot success
+    --predict`` both draw on.
+
+    Returns one dict per delta (in the given order): {delta, probability, low, high, m_star, noise_limited (m_star
+    unreliable: see capture_threshold), t_match, v, how (the method, the same for every delta), error}; a delta
+    whose DMFT or capture threshold fails keeps its one-line ``error`` (probability, low and high NaN) and the others
+    go on.  Raises for width m != 1 or a link without a hard direction (no delta has a prediction then)."""
+    from .._checks import Progress, check_int as _check_int
+    from ..problem import Problem
+    from .solver import dmft
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"finite_d_curve takes a theorykit.Problem, got {type(problem).__name__}")
+    if problem.m != 1:
+        raise TheorykitError(f"the matched capture prediction is for width m = 1 (got m = {problem.m})")
+    if hard_subspace_basis(problem.link_obj).shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    d = _check_int("d", d, 1)
+    T = problem.steps
+    how = (f"DMFT matched capture prediction (docs/theory.md §3.2) at d = {d} by T = {T}, {paths} paths in {replicas} "
+           f"replicas (capture threshold m_star by bisection on the nonlinear DMFT, same paths)")
+    bar = Progress(len(deltas), label="finite-d prediction", unit="deltas") if progress else None
+    out = []
+    for i, dl in enumerate(deltas):
+        pr = problem.replace(delta=float(dl))
+        point = {"delta": float(dl), "probability": math.nan, "low": math.nan, "high": math.nan, "m_star": math.nan,
+                 "noise_limited": None, "t_match": None, "v": math.nan, "error": ""}
+        try:
+            r = dmft(pr, paths=paths, replicas=replicas, bias_check=False)
+            if r.status != "ok":
+                raise TheorykitError(f"the DMFT did not reach t = {T} ({r.diverged_at['hint']})")
+            c = r.capture_prediction(d, capture_threshold(pr, paths=paths, replicas=replicas))
+            point.update({k: v for k, v in c.as_dict().items() if k in point})
+        except TheorykitError as e:
+            point["error"] = str(e).splitlines()[0] if str(e) else "error"
+        point["how"] = how
+        out.append(point)
+        if bar:
+            bar.update(i + 1)
+    if bar:
+        bar.close(len(out))
+    return out
+
+
 #: default ladder of initial hard overlaps for capture_curve: geometric from LADDER_LO to LADDER_HI
 LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
 
@@ -156,7 +206,7 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
         S = len(r.test_loss)
         cos2[i, :S] = _cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
-            raise TheorykitError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
+            raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
         c_rep = _cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # (R, S)
         if rep is None:
             rep = np.full((len(c_rep), len(m0s), T + 1), np.nan)

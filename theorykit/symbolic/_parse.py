@@ -20,6 +20,7 @@ _FUNCTIONS = {
     "erf": (sp.erf, (1,)), "erfc": (sp.erfc, (1,)), "erfinv": (sp.erfinv, (1,)),
     "tanh": (sp.tanh, (1,)), "sinh": (sp.sinh, (1,)), "cosh": (sp.cosh, (1,)),
     "sin": (sp.sin, (1,)), "cos": (sp.cos, (1,)), "atan": (sp.atan, (1,)), "arctan": (sp.atan, (1,)),
+    "asin": (sp.asin, (1,)), "arcsin": (sp.asin, (1,)), "acos": (sp.acos, (1,)), "arccos": (sp.acos, (1,)),
     "Abs": (sp.Abs, (1,)), "abs": (sp.Abs, (1,)), "sign": (sp.sign, (1,)),
     "Heaviside": (sp.Heaviside, (1,)), "step": (sp.Heaviside, (1,)),
     "Max": (sp.Max, (2, 3, 4)), "max": (sp.Max, (2, 3, 4)), "Min": (sp.Min, (2, 3, 4)), "min": (sp.Min, (2, 3, 4)),

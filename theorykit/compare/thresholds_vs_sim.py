@@ -1,0 +1,191 @@
+"""tables/thresholds_vs_sim.md (issue 14 points 3 and 5): the DMFT's finite-d answers against GD, like with like.
+
+For each setting (m = 1), delta of its grid and d in 200, 400, 800, 1600:
+* prediction: :func:`theorykit.thresholds.finite_d` (a capture ladder of nonlinear DMFT runs per delta, the linear
+  hard process for v_eff): P(GD at dimension d captures the hard direction by the horizon), with its band, and the
+  escape time t_1/2 (the first t with P >= 1/2);
+* simulation: :func:`theorykit.sweep` from random initialisation, each run stopped at its escape (cos^2 > 1/2): the
+  fraction escaped by the horizon with its binomial standard error, and the median escape time over all runs (a run
+  that has not escaped counts as later than the horizon; the median exists when at least half escaped).
+Pass criterion per cell (the issue's): |P - fraction| <= max(2 se, 0.1).  Escape times are compared as they are
+(prediction against the simulated median, with the simulated quartiles); their growth with ln d is fitted on both.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+
+from ..problem import Problem
+from ..thresholds import finite_d
+from .hessian_check import SETTINGS
+from .tables import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
+                     regenerate_command, write_table)
+
+#: (setting, deltas, d values, seeds per delta and d, horizon)
+CASES = [("pr-gelu", (8.0, 10.0, 12.0, 15.0), (200, 400, 800, 1600), 16, 200),
+         ("pr-x2", (4.0, 5.0, 6.0, 8.0), (200, 400, 800, 1600), 16, 400),
+         ("bounded", (6.0, 7.0, 9.0, 11.0), (200, 400, 800, 1600), 16, 200),
+         ("pr-relu", (8.0, 11.0, 15.0, 20.0), (200, 400, 800, 1600), 16, 200),
+         ("pr-xtanh", (6.0, 8.0, 11.0, 15.0), (200, 400, 800, 1600), 16, 200)]
+QUICK = [("pr-gelu", (10.0, 17.0), (100, 200), 4, 40)]
+VERSION = "1"
+#: the per-cell tolerance floor of the pass criterion
+TOL = 0.1
+
+
+def _problem(setting, delta, steps):
+    act, link, loss, m, eta = SETTINGS[setting]
+    return Problem(act, link, loss, m, delta=delta, eta=eta, steps=steps)
+
+
+def _case(args, case) -> dict:
+    """One setting: the prediction for every (delta, d) and the simulations, as plain rows."""
+    from ..referee import sweep
+
+    s, deltas, ds, seeds, horizon = case
+    t0 = time.time()
+    log(f"finite_d {s}")
+    fd = finite_d(_problem(s, deltas[0], horizon), deltas, ds, horizon, paths=args.paths, replicas=4)
+    t_theory = time.time() - t0
+    pred = {(e["delta"], e["d"]): e for e in fd.escape_time}
+    info = {q["delta"]: q for q in fd.per_delta}
+    rows = []
+    for j, d in enumerate(fd.ds):
+        t1 = time.time()
+        log(f"sweep {s} d={d}")
+        csv = os.path.join(args.cache, "thresholds_vs_sim", f"sweep_{s}_d{d}_T{horizon}.csv")
+        os.makedirs(os.path.dirname(csv), exist_ok=True)
+        df = sweep(list(deltas), range(seeds), problem=_problem(s, deltas[0], horizon), d=d, stop_after_escape=0,
+                   csv=csv, processes=args.processes, quiet=True)
+        t_sim = (time.time() - t1) / len(deltas)
+        for i, dl in enumerate(fd.deltas):
+            g = df[(df.delta == dl) & (df.status != "failed")]
+            n = len(g)
+            esc = np.sort(g.escape_time.dropna().to_numpy(dtype=float))
+            k = len(esc)
+            frac = k / n if n else math.nan
+            se = math.sqrt(max(frac * (1 - frac), 0.0) / n) if n else math.nan
+            # the median over all runs, non-escaped ones later than the horizon: defined when >= half escaped
+            allt = np.concatenate([esc, np.full(n - k, np.inf)])
+            # quantiles of the empirical law itself (no interpolation: a run not escaped is +inf)
+            q25, q50, q75 = (np.percentile(allt, [25, 50, 75], method="inverted_cdf") if n else [math.nan] * 3)
+            med = float(q50) if n and k * 2 >= n else math.nan
+            e = pred.get((dl, d), {"t": None, "band": [None, None]})
+            p, lo, hi = (float(a[i, j, horizon]) for a in (fd.probability, fd.low, fd.high))
+            rows.append({"setting": s, "delta": dl, "d": d, "horizon": horizon, "P_pred": p, "P_low": lo,
+                         "P_high": hi, "sim_frac": frac, "sim_se": se, "sim_escaped": k, "sim_runs": n,
+                         "pass": bool(abs(p - frac) <= max(2 * se, TOL)) if n and math.isfinite(p) else None,
+                         "t_pred": e["t"], "t_pred_early": e["band"][0], "t_pred_late": e["band"][1],
+                         "t_sim_median": med, "t_sim_q25": float(q25), "t_sim_q75": float(q75),
+                         "noise_limited": info[dl]["noise_limited"], "pred_error": info[dl]["error"],
+                         "seconds_theory": t_theory / len(deltas), "seconds_sim": t_sim})
+    mids = {m["d"]: m for m in fd.midpoints}
+    for r in rows:
+        m = mids[r["d"]]
+        r.update(mid_pred=m["midpoint"], mid_low=m["band"][0], mid_high=m["band"][1])
+    return {"rows": rows}
+
+
+def _num(v):
+    return math.nan if v is None else float(v)
+
+
+def _t(v):
+    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{float(v):g}"
+
+
+def _slope(ds, ts):
+    pts = [(d, t) for d, t in zip(ds, ts) if t is not None and math.isfinite(float(t))]
+    if len(pts) < 3:
+        return math.nan
+    return float(np.polyfit(np.log([d for d, _ in pts]), [float(t) for _, t in pts], 1)[0])
+
+
+def _render(rows) -> tuple:
+    """(cells table rows, escape table rows, midpoint rows, pass line) of one case from its rows."""
+    from .stats import midpoint
+
+    s = rows[0]["setting"]
+    cells, escape, mids = [], [], []
+    for r in rows:
+        ok = {True: "yes", False: "NO", None: "—"}[r["pass"]]
+        flag = " (noise-limited)" if r.get("noise_limited") else ""
+        cells.append([s, f"{float(r['delta']):g}", r["d"], r["horizon"],
+                      f"{fmt(_num(r['P_pred']), 3)} [{fmt(_num(r['P_low']), 2)}, {fmt(_num(r['P_high']), 2)}]{flag}",
+                      f"{fmt(_num(r['sim_frac']), 3)} ± {fmt(_num(r['sim_se']), 2)} ({r['sim_escaped']}/{r['sim_runs']})",
+                      ok])
+    deltas = sorted({float(r["delta"]) for r in rows})
+    ds = sorted({int(r["d"]) for r in rows})
+    for dl in deltas:
+        sub = sorted((r for r in rows if float(r["delta"]) == dl), key=lambda r: r["d"])
+        sp, ss = _slope(ds, [r["t_pred"] for r in sub]), _slope(ds, [r["t_sim_median"] for r in sub])
+        for r in sub:
+            escape.append([s, f"{dl:g}", r["d"], f"{_t(r['t_pred'])} [{_t(r['t_pred_early'])}, {_t(r['t_pred_late'])}]",
+                           f"{_t(r['t_sim_median'])} ({_t(r['t_sim_q25'])}-{_t(r['t_sim_q75'])})",
+                           f"{fmt(sp)} / {fmt(ss)}" if r is sub[0] else ""])
+    for d in ds:
+        sub = sorted((r for r in rows if int(r["d"]) == d), key=lambda r: float(r["delta"]))
+        sim_mid = midpoint([float(r["delta"]) for r in sub], [_num(r["sim_frac"]) for r in sub])
+        r0 = sub[0]
+        mids.append([s, d, r0["horizon"], f"{fmt(_num(r0['mid_pred']))} [{fmt(_num(r0['mid_low']))}, "
+                     f"{fmt(_num(r0['mid_high']))}]", fmt(math.nan if sim_mid is None else sim_mid)])
+    judged = [r for r in rows if r["pass"] is not None]
+    passed = sum(1 for r in judged if r["pass"])
+    line = f"* {s}: {passed} of {len(judged)} cells pass."
+    errs = sorted({r["pred_error"] for r in rows if r.get("pred_error")})
+    if errs:
+        line += "  No prediction at some delta: " + "; ".join(errs) + "."
+    return cells, escape, mids, line
+
+
+def main(argv=None, *, prog=None, root=None):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--paths", type=int, default=8192, help="DMFT paths per solve, over 4 replicas (default 8192)")
+    add_case_table_arguments(ap, "thresholds_vs_sim")
+    args = ap.parse_args(argv)
+    stem = open_case_table(args, root, "thresholds_vs_sim")
+    root = root or os.getcwd()
+    cases = QUICK if args.quick else CASES
+    if args.cases:
+        cases = [c for c in cases if c[0] in args.cases.split(",")]
+    started, t0 = now(), time.time()
+    rows, cells, escape, mids, lines = [], [], [], [], []
+    for case in cases:
+        key = key_of("finite_d", VERSION, *case, args.paths)
+        rec = cached_case(args, "finite_d", case, _case, key=key, folder=os.path.join(args.cache, "thresholds_vs_sim"))
+        c, e, m, line = _render(rec["rows"])
+        rows += rec["rows"]
+        cells += c
+        escape += e
+        mids += m
+        lines.append(line)
+    md = ["## Part A: P(GD captures the hard direction by the horizon), prediction against simulation\n",
+          "Prediction: theorykit.thresholds.finite_d (docs/theory.md §5: per delta a ladder of 16 nonlinear DMFT runs "
+          f"from initial hard overlaps in [0.002, 0.5], and one run with the linear hard process; {args.paths} paths "
+          "in 4 replicas), with its band (the replicas' m* and v_eff ± 2 se).  Simulation: theorykit.sweep from random "
+          "initialisation, the fraction of runs with cos^2 > 1/2 by the horizon, ± its binomial s.e.  Pass: "
+          f"|P - fraction| <= max(2 se, {TOL:g}).  Noise-limited: the replicas' m* at the horizon spread by more "
+          "than 25% (the DMFT's Monte-Carlo noise, not the initial overlap, drives the hard overlap there).\n", *lines,
+          "", md_table(["setting", "delta", "d", "horizon", "P predicted [band]", "GD fraction ± se (escaped/runs)",
+                        "pass"], cells), "",
+          "## Part B: escape time against d\n",
+          "Predicted t_1/2: the first t with P(capture by t) >= 1/2 [band: where the band's high and low ends reach "
+          "1/2].  Simulated: the median escape time over all runs (a run not escaped by the horizon counts as later; "
+          "— when fewer than half escaped) with its quartiles.  Slope: least squares of t against ln d over the d "
+          "where it exists (steps per e-fold of d), predicted / simulated.\n",
+          md_table(["setting", "delta", "d", "t_1/2 predicted [band]", "GD median (quartiles)",
+                    "slope per ln d (pred / sim)"], escape), "",
+          "## Part C: the midpoint delta_1/2(d, horizon)\n",
+          "Predicted: where P crosses 1/2 along the deltas [band: where its ends cross].  Simulated: where the escaped "
+          "fraction crosses 1/2 (linear interpolation; — when it does not cross on the grid).\n",
+          md_table(["setting", "d", "horizon", "delta_1/2 predicted [band]", "delta_1/2 GD"], mids), ""]
+    cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "setting", k))
+    write_table(stem, rows, cols, md, title="Finite-d thresholds and escape times: the DMFT against GD",
+                command=regenerate_command(prog or "python scripts/thresholds_vs_sim.py", argv or []),
+                timing="cases already in the table (same case key) or in the cache are read back; each row gives "
+                       "its own seconds", started=started, wall=time.time() - t0, root=root)
+    return rows
