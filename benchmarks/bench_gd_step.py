@@ -90,14 +90,22 @@ def main(argv=None):
         for fn in cols.values():
             fn()  # warm up (compilation, lambdify caches)
         times = {k: [] for k in cols}
+        ratios = {"fused": [], "numpy": []}
         for _ in range(args.repeats):
             for k, fn in cols.items():
                 times[k].append(timed(fn))
+            # the ratio within the round: this VM's bandwidth drifts by tens of percent between rounds, so each step
+            # is divided by the floor measured next to it (before and after), and the median of those ratios is kept
+            after = timed(cols["floor"])
+            for k in ratios:
+                ratios[k].append(times[k][-1] / (0.5 * (times["floor"][-1] + after)))
         med = {k: float(np.median(v)) for k, v in times.items()}
         low = {k: float(np.min(v)) for k, v in times.items()}
         row = {"n": n, "d": d, "m": m, **{f"{k}_ms": 1e3 * med[k] for k in cols},
                **{f"{k}_min_ms": 1e3 * low[k] for k in cols},
-               "fused_over_floor": med["fused"] / med["floor"], "numpy_over_floor": med["numpy"] / med["floor"]}
+               "fused_over_floor": float(np.median(ratios["fused"])),
+               "fused_over_floor_iqr": [float(v) for v in np.percentile(ratios["fused"], [25, 75])],
+               "numpy_over_floor": float(np.median(ratios["numpy"]))}
         if not args.no_full:
             for kernel in ("fused", "numpy"):
                 kw = dict(delta=n / d, d=d, eta=1e-3, n_test=n, seed=0, kernel=kernel)
@@ -148,13 +156,17 @@ def _write(args, rows, agree):
              "floor = one streaming read of X (n x d float64, a row sum by the fused kernel's threads); fused = theorykit's one-pass step "
              "(kernel=\"fused\"); numpy = evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
              "simulate per step: a whole recorded iteration (with the test loss on n_test = n fresh samples: two "
-             "matrices read, floor 2x).", "",
-             "| n | d | m | floor | fused step | fused / floor | numpy step | numpy / floor | matmuls alone |"
+             "matrices read, floor 2x).  fused / floor and numpy / floor: the median over the rounds of the step's "
+             "time over the floor measured next to it (the mean of a read just before and just after), with the "
+             "quartiles of that ratio for the fused step; this VM's memory bandwidth drifts by tens of percent "
+             "between rounds, so a ratio of two medians taken apart is not reliable.", "",
+             "| n | d | m | floor | fused step | fused / floor [quartiles] | numpy step | numpy / floor | matmuls alone |"
              + ("" if args.no_full else " simulate/step fused | numpy | fused / (2 floor) |"),
              "|---|---|---|---|---|---|---|---|---|" + ("" if args.no_full else "---|---|---|")]
     for r in rows:
         line = (f"| {r['n']} | {r['d']} | {r['m']} | {r['floor_ms']:.2f} ({r['floor_min_ms']:.2f}) | "
-                f"{r['fused_ms']:.2f} ({r['fused_min_ms']:.2f}) | {r['fused_over_floor']:.2f} | "
+                f"{r['fused_ms']:.2f} ({r['fused_min_ms']:.2f}) | {r['fused_over_floor']:.2f} "
+                f"[{r['fused_over_floor_iqr'][0]:.2f}, {r['fused_over_floor_iqr'][1]:.2f}] | "
                 f"{r['numpy_ms']:.2f} ({r['numpy_min_ms']:.2f}) | {r['numpy_over_floor']:.2f} | "
                 f"{r['matmuls_ms']:.2f} ({r['matmuls_min_ms']:.2f}) |")
         if not args.no_full:

@@ -13,6 +13,7 @@ theorykit plot hessian --activation gelu --link sign-symmetric --loss logistic -
     --paths 16384 --replicas 4 --out $out/hessian_bounded
 theorykit plot delta-star --table tables/delta_nn.csv --out $out/delta_star
 theorykit plot escape --table tables/delta_nn.csv --settings bounded --out $out/escape_bounded
+theorykit plot escape-d --table tables/thresholds_vs_sim.csv --out $out/escape_vs_d
 theorykit plot dmft-vs-sim --activation tanh --link "z+z**2/2" --delta 2 --eta 1 --steps 20 --d 1000 --seeds 24 \
     --paths 16384 --replicas 4 --out $out/dmft_vs_sim
 theorykit plot grokking --activation gelu --link sign-symmetric --loss logistic --delta 9 --eta 1 --steps 600 \

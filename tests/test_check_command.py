@@ -35,6 +35,8 @@ from theorykit.cli import main
     ("dmft", "67/100", dict(quantity="gram1", activation="quad", link="phase-retrieval", delta=4, eta="1/20")),
     ("dmft", "(1 - 4*eta)**2 + 48*eta**2/delta", dict(quantity="gram1", activation="quad", link="phase-retrieval")),
     ("dmft", "4", dict(quantity="R_u00", activation="quad", link="phase-retrieval", delta=4, eta=0.05)),
+    # eta = 0: nothing moves (C_w singular; the campaign found 0**0 raised inside the polynomial ring)
+    ("dmft", "1", dict(quantity="gram1", activation="quad", link="z**2", eta=0)),
 ])
 def test_hand_derived_claims_are_equal_exactly(kind, claim, kw):
     r = tk.check(kind, claim, **kw)
@@ -78,8 +80,16 @@ def test_quadrature_tier_gives_digits_against_an_outside_quadrature():
     r = tk.check("hermite", repr(ref), activation="tanh", k=1)
     assert r.verdict == "agrees" and r.computed.tier == "quadrature"
     assert r.digits >= 12 and r.message == f"equal to {r.digits} digits"
-    off = tk.check("hermite", f"{ref:.4f}", activation="tanh", k=1)
-    assert off.verdict == "differs" and "error estimates" in off.how
+    off = tk.check("hermite", repr(ref + 1e-9), activation="tanh", k=1)  # 17 digits claimed, 9 right
+    assert off.verdict == "differs"
+    # a decimal claim asserts its own digits: 0.6057 is tanh's mu_1 rounded to 4, 0.6058 is not
+    r4 = tk.check("hermite", f"{ref:.4f}", activation="tanh", k=1)
+    assert r4.verdict == "agrees" and r4.message == "equal to 4 digits (the claim's precision)"
+    assert tk.check("hermite", f"{ref + 1e-4:.4f}", activation="tanh", k=1).verdict == "differs"
+    # and likewise against an exact value: sqrt(2/pi) = E[sigma'(G)] for sign(x) (a jump: 2 delta(x))
+    assert tk.check("expectation", "0.7979", activation="sign(x)", of="sigma1").verdict == "agrees"
+    assert tk.check("expectation", "0.7978", activation="sign(x)", of="sigma1").verdict == "differs"
+    assert tk.check("hermite", "0.5", activation="relu", k=1).message == "equal (exactly)"
 
 
 def test_stein_identity_across_tiers():
@@ -87,6 +97,15 @@ def test_stein_identity_across_tiers():
     mu3 = tk.hermite_coefficients("tanh", 3).coefficients[3].value
     r = tk.check("expectation", repr(mu3), activation="tanh", of="sigma3")
     assert r.equal and r.digits >= 12
+
+
+def test_claims_beyond_floating_range_differ():
+    """Found by the campaign: a claim that overflows a float at the evaluation points is a difference, never an
+    internal OverflowError, and a NaN difference is never an agreement."""
+    r = tk.check("expectation", "9**(9**9*q)", activation="relu", of="sigma2", variance="q")
+    assert r.verdict == "differs"
+    r = tk.check("dmft", "10**40**(delta)", quantity="gram1", activation="quad", link="z**2")
+    assert r.verdict == "differs"
 
 
 def test_undecided_and_infinite():
@@ -106,6 +125,8 @@ def test_undecided_and_infinite():
     ("dmft", "1", dict(quantity="gram1[3,0]", activation="quad", link="z**2"), "outside"),
     ("dmft", "1", dict(quantity="gram1", activation="gelu", link="z**2"), "polynomial"),
     ("nonsense", "1", {}, "kind must be one of"),
+    ("hermite", "sqrt(-1)", dict(activation="gelu", k=1), "not a real number"),
+    ("expectation", "1", dict(activation="relu", of="sigma2*exp(1/x)"), "not finite"),
 ])
 def test_bad_input_is_one_line(kind, claim, kw, msg):
     with pytest.raises(tk.TheorykitError) as e:

@@ -9,7 +9,8 @@ from theorykit.errors import TheorykitError
 from theorykit.referee._fused import CHUNKS, fused_kernel
 
 CASES = [("gelu", "square", 4), ("relu", "square", 1), ("tanh", "logistic", 2), ("quad", "square", 3),
-         ("x*tanh(x)", "square", 1), ("abs(x)", "square", 5), ("x*step(x)", "logistic", 2)]
+         ("x*tanh(x)", "square", 1), ("abs(x)", "square", 5), ("x*step(x)", "logistic", 2),
+         ("gelu", "logistic", 7)]  # the backward pass in fours, a pair and one row
 
 
 @pytest.mark.parametrize("act,loss,m", CASES)

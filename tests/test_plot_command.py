@@ -36,6 +36,14 @@ def test_table_kinds(capsys, tmp_path):
     assert [r["delta_star"] for r in out["data"]["rows"]] == [3.0, 4.0, 5.0]
     out = run(capsys, "escape", "--table", t, "--settings", "a", "--out", str(tmp_path / "es"))
     assert sorted({r["d"] for r in out["data"]["rows"]}) == [200.0, 400.0]
+    # escape time against d: tables/thresholds_vs_sim.csv's rows (GD's median against the DMFT's t_1/2)
+    fd = tmp_path / "fd.csv"
+    fd.write_text("part,setting,delta,d,t_pred,t_pred_early,t_pred_late,t_sim_median,t_sim_q25,t_sim_q75\n"
+                  "finite_d,a,12,200,20,18,23,25,15,40\nfinite_d,a,12,800,30,27,34,41,30,inf\n"
+                  "finite_d,a,8,200,,,,,,\nfinite_d,b,12,200,10,9,11,12,8,16\n")
+    out = run(capsys, "escape-d", "--table", str(fd), "--out", str(tmp_path / "ed"))
+    assert [(r["d"], r["t_pred"], r["t_sim_median"]) for r in out["data"]["rows"] if r["setting"] == "a"
+            and r["delta"] == 12] == [(200.0, 20.0, 25.0), (800.0, 30.0, 41.0)]
 
 
 def test_success_marks_delta_alg(capsys, tmp_path):

@@ -221,7 +221,7 @@ def test_hermite_on_generated_activations(expr):
           "hermite: generated activations")
 
 
-@budget(8)
+@budget(8, 150)
 @given(claim=expressions("claim"), kind=st.sampled_from(["expectation", "dmft", "hermite"]))
 def test_check_generated_claims(claim, kind):
     """End to end: a generated claim through `theorykit check` (exact comparisons with and without symbols, and a
@@ -232,7 +232,7 @@ def test_check_generated_claims(claim, kind):
     check(["check", argv[0], "--json", *argv[1:], "--", claim], "check: generated claims")
 
 
-@budget(8)
+@budget(8, 150)
 @given(of=expressions("of"), act=st.sampled_from(["relu", "gelu", "x**2", "abs(x)"]))
 def test_check_generated_expectations(of, act):
     """End to end: a generated g(x, sigma, sigma1, sigma2, sigma3) through `theorykit check expectation` (Dirac terms
@@ -241,7 +241,7 @@ def test_check_generated_expectations(of, act):
            f"--of={of}", "1"], "check: generated expectations")
 
 
-@budget(10)
+@budget(10, 150)
 @given(option=st.sampled_from(["--k", "--variance", "--delta", "--eta", "--ridge", "--width", "--time-limit",
                                "--wall-limit"]), value=values())
 def test_check_numeric_options(option, value):
@@ -496,28 +496,57 @@ def campaign_record(request):
         write_report(OUTCOMES)
 
 
+def _previous_report() -> dict:
+    """property -> (counts by kind, run date) from the report on disk: a campaign that reruns some properties keeps
+    the others' last counts, each row with the date it was run."""
+    import re
+
+    if not os.path.exists(REPORT):
+        return {}
+    text = open(REPORT).read()
+    when = re.search(r"^Run (\d{4}-\d{2}-\d{2})", text, re.M)
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| property")
+             and not ln.startswith("| **all**")]
+    head = next((ln for ln in text.splitlines() if ln.startswith("| property")), "")
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    out = {}
+    for ln in lines:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        row = dict(zip(cols, cells))
+        counts = collections.Counter({k: int(row[k]) for k in cols if k not in ("property", "examples", "run")
+                                      and row.get(k, "").isdigit()})
+        out[row["property"]] = (counts, row.get("run") or (when.group(1) if when else "?"))
+    return out
+
+
 def write_report(outcomes):
     kinds = [EXIT0, EXIT2, PARSED, REFUSED, INTERNAL, MALFORMED, TIMEOUT]
-    rows = ["| property | examples | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 2) + "|"]
+    today = datetime.date.today().isoformat()
+    merged = _previous_report()
+    merged.update({name: (c, today) for name, c in outcomes.items()})
+    rows = ["| property | run | examples | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 3) + "|"]
     total = collections.Counter()
-    for name in sorted(outcomes):
-        c = outcomes[name]
+    for name in sorted(merged):
+        c, when = merged[name]
         total.update(c)
-        rows.append(f"| {name} | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in kinds) + " |")
-    rows.append(f"| **all** | **{sum(total.values())}** | " + " | ".join(f"**{total.get(k, 0)}**" for k in kinds)
+        rows.append(f"| {name} | {when} | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in kinds) + " |")
+    rows.append(f"| **all** | | **{sum(total.values())}** | " + " | ".join(f"**{total.get(k, 0)}**" for k in kinds)
                 + " |")
     import hypothesis
 
     text = "\n".join([
         "# Robustness campaign (issue 11): generated inputs",
         "",
-        f"Regenerate: `{CAMPAIGN_COMMAND}` (hypothesis profile 'slow', tests/conftest.py).",
+        f"Regenerate: `{CAMPAIGN_COMMAND}` (hypothesis profile 'slow', tests/conftest.py); `-k NAME` reruns some "
+        "properties and keeps the others' rows.",
         "",
-        f"Run {datetime.date.today().isoformat()}, hypothesis {hypothesis.__version__}, Python "
-        f"{platform.python_version()}.  Each row is one property of tests/test_properties.py; 'examples' counts every "
+        f"Run {today}, hypothesis {hypothesis.__version__}, Python "
+        f"{platform.python_version()} (each row gives the date its property last ran).  Each row is one property of "
+        "tests/test_properties.py; 'examples' counts every "
         "generated input that was run (hypothesis' own replays included).  Commands are run in-process through "
         "`theorykit.cli.main`: 'exit 0 with JSON' means the output parsed as strict JSON (no NaN/Infinity, no bare "
-        "\"inf\"), 'exit 2 with one line' a single `theorykit: error:` line on stderr; 'parsed'/'refused with one "
+        "\"inf\"; for `check` also exit 3 and 4, its verdicts 'differs' and 'undecided'), 'exit 2 with one line' a "
+        "single `theorykit: error:` line on stderr; 'parsed'/'refused with one "
         "line' are the parser's outcomes (an expression, or a one-line TheorykitError).  Internal errors (exit 1, any "
         f"other exception), malformed outputs and timeouts (> {TIME_LIMIT:g} s per command, > 10 s per parse) fail "
         "the property.",

@@ -468,7 +468,7 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
                 curve = capture_curve(problem.replace(delta=dl), t2, m0s, on_solve=tick, **dmft_options)
             except DivergenceError as err:  # GD itself diverges at this delta (e.g. sigma = x^2 at small delta)
                 gam.append({"delta": dl, "value": math.nan, "stderr": math.nan, "t_range": [t1, t2], "points": 0,
-                            "note": f"no rate: {err}"})
+                            "note": str(err)})
                 continue
             try:
                 g = growth_rate(curve, (t1, t2))

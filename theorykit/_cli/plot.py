@@ -17,6 +17,7 @@ Kinds:
   (the arguments of `theorykit hessian`; --d required);
 * delta-star: delta*(t) against t from a table (default tables/delta_nn.csv, part nn);
 * escape: escape time against delta for several d from a table (default tables/delta_nn.csv, part escape);
+* escape-d: escape time against d, GD's medians against the DMFT's t_1/2 (default tables/thresholds_vs_sim.csv);
 * dmft-vs-sim: DMFT against GD for M_t, Theta^T Theta and the losses, with 2-se bands;
 * grokking: train and test loss of GD near the threshold over a long horizon, with the hard overlap below.
 
@@ -32,7 +33,7 @@ import time
 
 from ._simargs import check_args, integer, positive_float
 
-KINDS = ("success", "hessian", "delta-star", "escape", "dmft-vs-sim", "grokking")
+KINDS = ("success", "hessian", "delta-star", "escape", "escape-d", "dmft-vs-sim", "grokking")
 
 
 def add_parser(sub):
@@ -72,9 +73,10 @@ def add_parser(sub):
 
     h = hessian_cmd.add_parser(kinds)  # every argument of `theorykit hessian`
 
-    for name in ("delta-star", "escape"):
+    for name in ("delta-star", "escape", "escape-d"):
         k = kinds.add_parser(name, help=f"{name} from a table")
-        k.add_argument("--table", default=os.path.join("tables", "delta_nn.csv"), help="CSV (default %(default)s)")
+        table = "thresholds_vs_sim.csv" if name == "escape-d" else "delta_nn.csv"
+        k.add_argument("--table", default=os.path.join("tables", table), help="CSV (default %(default)s)")
         k.add_argument("--settings", default=None, help="comma-separated settings to draw (default all)")
 
     for name in ("dmft-vs-sim", "grokking"):
@@ -344,6 +346,11 @@ def _from_table(args, part):
         fig = figures.delta_star(rows, f"delta*(t) from {args.table} (2-se bars)")
         cap = "delta*(t) against GD time t, one line per setting (spectral criterion), 2-se error bars"
         data = [{k: r.get(k) for k in ("setting", "t", "delta_star", "delta_star_se")} for r in rows]
+    elif part == "finite_d":
+        fig = figures.escape_vs_d(rows, f"escape time against d from {args.table}")
+        cap = ("Escape time against d (log scale), one panel per setting: GD's median over all runs (quartile bars) "
+               "and the DMFT's predicted t_1/2 (dashed, band shaded); growth like ln d is a straight line")
+        data = [{k: r.get(k) for k in ("setting", "delta", "d", "t_pred", "t_sim_median")} for r in rows]
     else:
         fig = figures.escape(rows, f"escape time against delta from {args.table}")
         cap = "Escape time (median, quartile bars; escaped/runs annotated) against delta, one line per d"
@@ -404,7 +411,8 @@ def run(args) -> dict:
     check_args(args)
     t0 = time.perf_counter()
     make = {"success": _success, "hessian": _hessian, "delta-star": lambda a: _from_table(a, "nn"),
-            "escape": lambda a: _from_table(a, "escape"), "dmft-vs-sim": _dmft_vs_sim, "grokking": _grokking}
+            "escape": lambda a: _from_table(a, "escape"), "escape-d": lambda a: _from_table(a, "finite_d"),
+            "dmft-vs-sim": _dmft_vs_sim, "grokking": _grokking}
     fig, caption, data = make[args.kind](args)
     files = figures.save(fig, args.out)
     return {"kind": args.kind, "files": files, "caption": caption, "data": data,

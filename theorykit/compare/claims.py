@@ -160,12 +160,16 @@ def _dirac_expectation(coef: sp.Expr, arg: sp.Expr, j: int, q: sp.Expr) -> sp.Ex
     a_, b_ = poly.all_coeffs()
     c = -b_ / a_
     dens = sp.exp(-x ** 2 / (2 * q)) / sp.sqrt(2 * sp.pi * q)
-    for i in range(j + 1):  # the coefficient and its derivatives up to j must be continuous at c
+    for i in range(j + 1):  # the coefficient and its derivatives up to j must be finite and continuous at c
         f = sp.diff(coef, x, i)
         try:
-            lo, hi = (complex(sp.N(f.subs(x, c + s * sp.Rational(1, 10 ** 9)).subs(cv.Q, 1), 20)) for s in (-1, 1))
-        except (TypeError, ValueError):
-            continue
+            # the one-sided values (the point itself may be a removable 0 * Heaviside(0))
+            lo, hi = (_value(f, 20, {x: c + s * sp.Rational(1, 10 ** 9), cv.Q: 1}) for s in (-1, 1))
+        except (TypeError, ValueError, OverflowError):
+            lo = hi = complex("nan")
+        if not all(math.isfinite(abs(v)) for v in (lo, hi)):
+            raise TheorykitError(f"the expression multiplies a Dirac term at x = {c} by a factor that is not finite "
+                                 "there: its expectation is not defined")
         if abs(lo - hi) > 1e-6 * max(1.0, abs(lo), abs(hi)):
             raise TheorykitError(f"the expression multiplies a Dirac term at x = {c} by a factor that jumps there "
                                  f"(e.g. sigma1*sigma2 for ReLU): its expectation is ambiguous")
@@ -210,7 +214,7 @@ def _expectation(activation, of, variance, time_limit, wall_limit) -> tuple:
         if comp.value is None:
             value = None
         else:
-            dv = complex(sp.N(dirac, 30)) if not dirac.free_symbols else None
+            dv = _value(dirac) if not dirac.free_symbols else None
             value = None if dv is None else comp.value + dv.real
         comp = Computed(exact, value, comp.error, comp.tier, how, symbols)
     return quantity, comp
@@ -346,6 +350,19 @@ def _parse_claim(claim, symbols: dict) -> sp.Expr:
     return e
 
 
+def _value(e, digits: int = 30, at: Optional[dict] = None) -> complex:
+    """e's numerical value (at the point ``at`` of its symbols) as a complex number; beyond floating range (or
+    undefined) -> complex(inf) / nan, never an OverflowError from deep inside the conversion.  The point is
+    substituted by evalf, numerically: an exact substitution would build 9**(9**9 * 16/13) digit by digit."""
+    try:
+        v = complex(sp.sympify(e).evalf(digits, subs=at or {}))
+    except OverflowError:
+        return complex(math.inf, 0.0)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return complex(math.nan, math.nan)
+    return v
+
+
 def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
@@ -378,9 +395,11 @@ def _exact_difference(claim: sp.Expr, exact: sp.Expr) -> tuple:
     pts = _points(syms) if syms else [{}]
     worst, scale, first = 0.0, 0.0, None
     for p in pts:
-        d = complex(sp.N(diff.subs(p), EXACT_DIGITS))
-        c = complex(sp.N(exact.subs(p), EXACT_DIGITS))
-        worst, scale = max(worst, abs(d)), max(scale, abs(c))
+        d = _value(diff, EXACT_DIGITS, p)
+        c = _value(exact, EXACT_DIGITS, p)
+        # a difference that is not finite (the claim overflows or is undefined there) is no agreement
+        worst = math.inf if not math.isfinite(abs(d)) else max(worst, abs(d))
+        scale = max(scale, abs(c)) if math.isfinite(abs(c)) else scale
         first = d.real if first is None else first
     at = f" at {POINTS} random rational points of ({', '.join(map(str, syms))})" if syms else ""
     if worst <= 10.0 ** -AGREE_DIGITS * max(scale, 1.0):
@@ -398,10 +417,7 @@ def _numeric_difference(claim: sp.Expr, comp: Computed) -> tuple:
     if claim.free_symbols:
         raise TheorykitError(f"the claim depends on {sorted(map(str, claim.free_symbols))}, but the computed value "
                              f"is a number ({comp.tier}): give the claim at the same numbers")
-    try:
-        v = complex(sp.N(claim, 30))
-    except (TypeError, ValueError):
-        raise TheorykitError(f"the claim {claim} has no numerical value") from None
+    v = _value(claim)
     if abs(v.imag) > 1e-12 * max(1.0, abs(v.real)) or not math.isfinite(v.real):
         raise TheorykitError(f"the claim {claim} is not a finite real number ({v})")
     v, c, err = v.real, comp.value, max(comp.error, 2.2e-16 * abs(comp.value))
@@ -420,6 +436,38 @@ def _numeric_difference(claim: sp.Expr, comp: Computed) -> tuple:
     rel = f", relative {abs(diff) / scale:.2g}" if scale else ""
     return ("differs", f"differs by {_fmt(diff)} (claim {_fmt(v)}, computed {_fmt(c)} ± {err:.1e}{rel})", None, None,
             diff, f"{comp.tier} ({comp.method}): the difference is {k:.3g} {band}, outside the band of {BAND:g}")
+
+
+_DECIMAL = re.compile(r"^\s*[+-]?(\d*)\.?(\d*)(?:[eE][+-]?\d+)?\s*$")
+
+
+def decimal_digits(text) -> Optional[int]:
+    """The significant digits of a claim written as a decimal number ('0.6057' -> 4, '1.50e-3' -> 3), None for
+    anything else (an integer, a fraction, an expression): a decimal claim asserts its digits, not an exact value."""
+    if not isinstance(text, str) or not any(ch in text for ch in ".eE"):
+        return None
+    m = _DECIMAL.match(text)
+    if not m or not (m.group(1) or m.group(2)):
+        return None
+    digits = (m.group(1) + m.group(2)).lstrip("0")
+    return max(len(digits), 1)
+
+
+def _decimal_verdict(claim: sp.Expr, comp: Computed, digits: int) -> tuple:
+    """A decimal claim with ``digits`` significant digits agrees when it is the computed value rounded to them: within
+    half a unit of its last digit (plus the method's error)."""
+    v = float(claim)
+    c = comp.value if comp.value is not None else float(sp.N(comp.exact, 30))
+    err = comp.error
+    half_ulp = 0.5 * 10.0 ** (math.floor(math.log10(abs(v))) - digits + 1) if v != 0 else 0.5 * 10.0 ** (-digits)
+    diff = v - c
+    how = (f"the claim is a decimal with {digits} significant digits: it agrees when it lies within half a unit of its "
+           f"last digit ({half_ulp:.1e}) of the computed value {c!r}" + (f" ± {err:.1e}" if err else " (exact)"))
+    if abs(diff) <= half_ulp + BAND * err:
+        return "agrees", f"equal to {digits} digits (the claim's precision)", digits, None, diff, how
+    rel = f", relative {abs(diff) / abs(c):.2g}" if c else ""
+    return ("differs", f"differs by {_fmt(diff)} (claim {v!r}, computed {_fmt(c)}{rel})", None, None, diff,
+            how + "; it does not")
 
 
 def _decide(claim: sp.Expr, comp: Computed) -> tuple:
@@ -472,7 +520,13 @@ def check(kind: str, claim, *, activation=None, k: Optional[int] = None, of=None
                 "eta": eta, "ridge": ridge}
         what, comp = _dmft(problem, quantity, spec)
     c = _parse_claim(claim, comp.symbols)
+    if c.is_number and c != sp.oo and c.is_real is False:
+        raise TheorykitError(f"the claim {claim!s} is not a real number")
     verdict, message, digits, dexact, dval, how = _decide(c, comp)
+    places = decimal_digits(claim)
+    if verdict == "differs" and places is not None and not c.free_symbols and comp.undecided_above is None and \
+            (comp.value is not None or (comp.exact is not None and not comp.exact.free_symbols)) and c != sp.oo:
+        verdict, message, digits, dexact, dval, how = _decimal_verdict(c, comp, places)
     # the user's text, except a spelling of infinity (JSON outputs carry no bare "inf" strings): SymPy's oo
     text = claim.strip() if isinstance(claim, str) and c != sp.oo else str(c)
     return CheckResult(kind, what, text, verdict, message, digits, comp, dexact, dval, how, time.time() - t0)

@@ -185,6 +185,50 @@ def escape(rows: Sequence[dict], title: str = ""):
     return fig
 
 
+def escape_vs_d(rows: Sequence[dict], title: str = ""):
+    """Escape time against d (log scale), one panel per setting and one colour per delta: GD's median escape time
+    over all runs (markers, quartile bars) and the DMFT's predicted t_1/2 (dashed, its band shaded); rows:
+    tables/thresholds_vs_sim.csv (d, delta, setting, t_pred, t_pred_early, t_pred_late, t_sim_median, t_sim_q25,
+    t_sim_q75).  Growth like ln d is a straight line."""
+    plt = _plt()
+    settings = list(dict.fromkeys(r["setting"] for r in rows))
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.8), squeeze=False)
+
+    def val(v):
+        return float(v) if v is not None and v != "" and math.isfinite(float(v)) else math.nan
+
+    for ax, s in zip(axes[0], settings):
+        sub = [r for r in rows if r["setting"] == s]
+        for dl in sorted({float(r["delta"]) for r in sub}):
+            rs = sorted((r for r in sub if float(r["delta"]) == dl), key=lambda r: float(r["d"]))
+            d = np.array([float(r["d"]) for r in rs])
+            med = np.array([val(r.get("t_sim_median")) for r in rs])
+            q25 = np.array([val(r.get("t_sim_q25")) for r in rs])
+            q75 = np.array([val(r.get("t_sim_q75")) for r in rs])
+            ok = np.isfinite(med)
+            line = ax.errorbar(d[ok], med[ok], yerr=[med[ok] - q25[ok], np.where(np.isfinite(q75[ok]), q75[ok],
+                               med[ok]) - med[ok]], marker="o", ls="none", capsize=3, label=f"delta = {dl:g}: GD")
+            col = line[0].get_color()
+            tp = np.array([val(r.get("t_pred")) for r in rs])
+            lo = np.array([val(r.get("t_pred_early")) for r in rs])
+            hi = np.array([val(r.get("t_pred_late")) for r in rs])
+            okp = np.isfinite(tp)
+            ax.plot(d[okp], tp[okp], ls="--", color=col, label=f"delta = {dl:g}: DMFT t_1/2")
+            band = okp & np.isfinite(lo) & np.isfinite(hi)
+            if band.any():
+                ax.fill_between(d[band], lo[band], hi[band], color=col, alpha=0.15, lw=0)
+        ax.set_xscale("log")
+        ax.set_xticks(sorted({float(r["d"]) for r in sub}))
+        ax.set_xticklabels([f"{int(v)}" for v in sorted({float(r["d"]) for r in sub})])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.set_xlabel("d")
+        ax.set_ylabel("escape time (steps)")
+        ax.set_title(s, fontsize=9)
+        ax.legend(fontsize=6)
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
 def dmft_vs_sim(dmft: dict, sims: Sequence[dict], title: str = ""):
     """DMFT against finite-d GD: M_t (first latent row, first neuron), (Theta^T Theta)_11, train and test loss,
     each DMFT curve with a 2-se band and the simulator's seed mean with a 2-se band.  dmft: {t, M, gram,

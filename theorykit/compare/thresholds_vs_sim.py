@@ -158,7 +158,7 @@ def main(argv=None, *, prog=None, root=None):
         key = key_of("finite_d", VERSION, *case, args.paths)
         rec = cached_case(args, "finite_d", case, _case, key=key, folder=os.path.join(args.cache, "thresholds_vs_sim"))
         c, e, m, line = _render(rec["rows"])
-        rows += rec["rows"]
+        rows += [dict(r, part="finite_d") for r in rec["rows"]]
         cells += c
         escape += e
         mids += m
@@ -183,7 +183,7 @@ def main(argv=None, *, prog=None, root=None):
           "Predicted: where P crosses 1/2 along the deltas [band: where its ends cross].  Simulated: where the escaped "
           "fraction crosses 1/2 (linear interpolation; — when it does not cross on the grid).\n",
           md_table(["setting", "d", "horizon", "delta_1/2 predicted [band]", "delta_1/2 GD"], mids), ""]
-    cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "setting", k))
+    cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k != "setting", k))
     write_table(stem, rows, cols, md, title="Finite-d thresholds and escape times: the DMFT against GD",
                 command=regenerate_command(prog or "python scripts/thresholds_vs_sim.py", argv or []),
                 timing="cases already in the table (same case key) or in the cache are read back; each row gives "

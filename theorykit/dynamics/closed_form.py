@@ -367,7 +367,9 @@ class _Engine:
                 exp = self._expansions.get(key)
                 if exp is None:
                     v = self.var[i]
-                    exp = [(n - 2 * k, v ** k * (factorial(n) // (factorial(k) * factorial(n - 2 * k) * 2 ** k)))
+                    # v^0 = 1 even for a zero pivot (eta = 0 makes C_w singular; a polynomial ring refuses 0**0)
+                    exp = [(n - 2 * k, (v ** k if k else K.one) * (factorial(n) // (factorial(k) * factorial(n - 2 * k)
+                                                                                   * 2 ** k)))
                            for k in range(n // 2 + 1)]
                     self._expansions[key] = exp
                 head, tail = monom[:i], monom[i + 1:]

@@ -236,12 +236,44 @@ def _make_kernel(act, loss):
                             F[rr, k] = 0.0
                 if not backward:
                     continue
-                for k in range(m):  # one output row at a time: few enough pointers for LLVM to vectorise
+                # X^T F: up to four output rows per pass over the tile's four x rows (each x element is loaded once
+                # per pass, not once per row of G), then pairs, then one row
+                k = 0
+                while k + 3 < m:
                     ga = G[c, k]
-                    f0 = F[0, k]
-                    f1 = F[1, k]
-                    f2 = F[2, k]
-                    f3 = F[3, k]
+                    gb = G[c, k + 1]
+                    gc = G[c, k + 2]
+                    gd = G[c, k + 3]
+                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
+                    h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
+                    p0, p1, p2, p3 = F[0, k + 2], F[1, k + 2], F[2, k + 2], F[3, k + 2]
+                    q0, q1, q2, q3 = F[0, k + 3], F[1, k + 3], F[2, k + 3], F[3, k + 3]
+                    for j in range(d):
+                        e0 = x0[j]
+                        e1 = x1[j]
+                        e2 = x2[j]
+                        e3 = x3[j]
+                        ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
+                        gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
+                        gc[j] += p0 * e0 + p1 * e1 + p2 * e2 + p3 * e3
+                        gd[j] += q0 * e0 + q1 * e1 + q2 * e2 + q3 * e3
+                    k += 4
+                while k + 1 < m:
+                    ga = G[c, k]
+                    gb = G[c, k + 1]
+                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
+                    h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
+                    for j in range(d):
+                        e0 = x0[j]
+                        e1 = x1[j]
+                        e2 = x2[j]
+                        e3 = x3[j]
+                        ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
+                        gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
+                    k += 2
+                if k < m:
+                    ga = G[c, k]
+                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
                     for j in range(d):
                         ga[j] += f0 * x0[j] + f1 * x1[j] + f2 * x2[j] + f3 * x3[j]
             L[c] = ls
