@@ -152,6 +152,12 @@ class Progress:
         self.total, self.stream, self.width = max(total, 1), stream or sys.stderr, width
         self.label, self.unit = label, unit
         self.t0 = self.last = time.monotonic()
+        self.done = 0
+
+    def tick(self):
+        """One more unit done (for callers that count one event at a time, e.g. an ``on_solve`` hook)."""
+        self.done += 1
+        self.update(self.done)
 
     def update(self, i, force=False):
         now = time.monotonic()
@@ -164,8 +170,8 @@ class Progress:
                           f"{now - self.t0:6.1f}s")
         self.stream.flush()
 
-    def close(self, i):
-        self.update(i, force=True)
+    def close(self, i=None):
+        self.update(self.done if i is None else i, force=True)
         self.stream.write("\n")
         self.stream.flush()
 

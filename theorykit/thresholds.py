@@ -454,12 +454,7 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
 
     rungs = LADDER_POINTS if m0s is None else len(list(m0s))
     bar = Progress(len(grid) * rungs, label="delta_dyn", unit="DMFT solves") if progress else None
-    done = [0]
-
-    def tick():
-        done[0] += 1
-        if bar:
-            bar.update(done[0])
+    tick = bar.tick if bar else None
 
     gam = []
     try:
@@ -480,7 +475,7 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
                         "points": g["points"], "how": g.get("how")})
     finally:
         if bar:
-            bar.close(done[0])
+            bar.close()
     value, se, reason = math.nan, math.nan, None
     ok = [g for g in gam if math.isfinite(g["value"])]  # deltas with a rate (m* inside the ladder)
     j = next((i for i in range(1, len(ok)) if ok[i - 1]["value"] <= 0 < ok[i]["value"]), None)
@@ -619,12 +614,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
         m0s = np.geomspace(lo_, hi_, k_)
     rungs = len(list(m0s))
     bar = Progress(len(grid) * (rungs + 1), label="finite-d prediction", unit="DMFT solves") if progress else None
-    done = [0]
-
-    def tick():
-        done[0] += 1
-        if bar:
-            bar.update(done[0])
+    tick = bar.tick if bar else None
 
     shape = (len(grid), len(dims), H + 1)
     P, LO, HI = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
@@ -638,7 +628,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
             try:
                 curve = capture_curve(pr, H, m0s, on_solve=tick, **opts)
                 r = dmft(pr, bias_check=False, **opts)
-                tick()
+                if tick:
+                    tick()
                 if r.status != "ok":
                     raise DivergenceError(f"the DMFT did not reach t = {H} ({r.diverged_at['hint']})")
             except DivergenceError as err:
@@ -658,7 +649,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
                 P[i, j], LO[i, j], HI[i, j] = _capture_probabilities(curve, v, v_se, tm, d)
     finally:
         if bar:
-            bar.close(done[0])
+            bar.close()
     mids, esc = [], []
     ok = [i for i, q in enumerate(per) if not q["error"]]
     for j, d in enumerate(dims):
