@@ -496,19 +496,26 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
 
 def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
     """y = sign(|z| - median|z|) jumps in z: 32 Gauss-Hermite nodes misplace the jump (moment error 4e-2) and the
-    DMFT drifts far from GD; latent='auto' sees it and takes Monte-Carlo latents, which agree with constrained GD
-    (d = 500, 8 seeds) on C_theta(30, 30) within 4 s.e. + 3%, while the forced Gauss-Hermite solve does not."""
+    DMFT drifts far from GD; latent='auto' sees it and takes Gauss-Legendre between the link's breakpoints (moment
+    error 3e-15), which agrees with constrained GD (d = 500, 8 seeds) on C_theta(30, 30) within 4 s.e. + 3%, as do
+    Monte-Carlo latents, while the forced Gauss-Hermite solve does not."""
     net = dict(activation="gelu", link="sign-symmetric", loss="logistic", width=1)
     kw = dict(**net, delta=8.0, eta=1.0, steps=30, paths=16384, replicas=4, seed=2)
     auto = dmft(**kw)
-    assert auto.settings["latent"] == "monte-carlo" and "not smooth" in auto.method["latent_auto"]
+    assert auto.settings["latent"] == "gauss-legendre" and "not smooth" in auto.method["latent_auto"]
+    assert "breakpoints -0.67449, 0, 0.67449" in auto.method["latent_auto"]
+    mc = dmft(**kw, latent="monte-carlo")
     gh = dmft(**kw, latent="gauss-hermite")
     from theorykit import simulate
 
     sims = [simulate(**net, delta=8.0, d=500, steps=30, eta=1.0, seed=s, constrained=True, n_test=1) for s in range(8)]
     g = np.array([s.gram[30, 0, 0] for s in sims])
-    se = math.hypot(g.std(ddof=1) / math.sqrt(len(g)), auto.stderr["C_theta_tt"][30, 0, 0])
-    assert abs(auto.C_theta_tt[30, 0, 0] - g.mean()) <= 4 * se + 0.03 * g.mean()
+    for r in (auto, mc):
+        se = math.hypot(g.std(ddof=1) / math.sqrt(len(g)), r.stderr["C_theta_tt"][30, 0, 0])
+        assert abs(r.C_theta_tt[30, 0, 0] - g.mean()) <= 4 * se + 0.03 * g.mean()
+    se = math.hypot(g.std(ddof=1) / math.sqrt(len(g)), gh.stderr["C_theta_tt"][30, 0, 0])
     assert abs(gh.C_theta_tt[30, 0, 0] - g.mean()) > 4 * se + 0.03 * g.mean()
+    with pytest.raises(TheorykitError, match="gauss-legendre.*breakpoints"):
+        dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=1, paths=2048, replicas=2, latent="gauss-legendre")
     smooth = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=1, paths=2048, replicas=2)
     assert smooth.settings["latent"] == "gauss-hermite" and "e-1" in smooth.method["latent_auto"]

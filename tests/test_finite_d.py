@@ -26,7 +26,8 @@ def test_capture_probabilities_are_the_matched_chi2_formula():
     m* is above the ladder P = 0 with the top rung's P as its upper end."""
     v, se = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.1, 0.1, 0.2, 0.2])
     curve = _curve([None, 0.2, 0.1, 0.05], [[None, 0.25, 0.12, 0.04], [None, 0.18, 0.09, 0.06]], [0.3, 0.6, 0.7, 0.8])
-    P, lo, hi = _capture_probabilities(curve, v, se, t_match=2, d=100)
+    V, Vse = v[:, None, None], se[:, None, None]
+    P, lo, hi = _capture_probabilities([(0.0, curve)], True, False, V, Vse, t_match=2, d=100)
     assert P[0] == 0.0 and lo[0] == 0.0 and hi[0] == pytest.approx(chi2.sf(100 * 0.25 / 1.2, 1))
     for t, m, reps in ((1, 0.2, (0.18, 0.25)), (2, 0.1, (0.09, 0.12)), (3, 0.05, (0.04, 0.06))):
         k = min(t, 2)  # v_eff frozen after t_match
@@ -37,8 +38,56 @@ def test_capture_probabilities_are_the_matched_chi2_formula():
     # captured from the bottom rung: P = 1 with the bottom rung's P as the lower end
     below = _curve([None], [[None]], [0.9])
     below["cos2"][:, 0] = 0.9
-    P, lo, hi = _capture_probabilities(below, v, se, 0, 100)
+    P, lo, hi = _capture_probabilities([(0.0, below)], True, False, V, Vse, 0, 100)
     assert P[0] == 1.0 and hi[0] == 1.0 and lo[0] == pytest.approx(chi2.sf(100 * 0.01 ** 2 / 0.8, 1))
+
+
+def test_capture_probabilities_without_the_sign_symmetry_average_both_signs():
+    """m = 1, a link not even along e: the rays +1 and -1 have their own m*, and P is the mean of their chi2 tails."""
+    v, se = np.array([2.0]), np.array([0.0])
+    plus, minus = _curve([0.1], [[0.1]], [0.8]), _curve([0.3], [[0.3]], [0.8])
+    P, _, _ = _capture_probabilities([(0.0, plus), (math.pi, minus)], False, False, v[:, None, None],
+                                     se[:, None, None], 0, 50)
+    assert P[0] == pytest.approx(0.5 * (chi2.sf(50 * 0.01 / 2, 1) + chi2.sf(50 * 0.09 / 2, 1)), rel=1e-12)
+
+
+def _rays_m2(angles, r_of):
+    return [(a, _curve([r_of(a)], [[r_of(a)]], [0.8])) for a in angles]
+
+
+def test_capture_probabilities_width_two_isotropic_is_chi2_2():
+    """m = 2 with V = v I and the same m* on every ray: mu_eff's length^2 is v chi2_2 / d, so P = P(chi2_2 >
+    d m*^2 / v) -- and the same from the rays of the smallest fundamental domain with both symmetries."""
+    from theorykit.thresholds import _ray_angles
+
+    V = np.array([[[1.5, 0.0], [0.0, 1.5]]])
+    for flip, swap in ((True, True), (True, False), (False, True), (False, False)):
+        rays = _rays_m2(_ray_angles(2, flip, swap, 5), lambda a: 0.12)
+        P, lo, hi = _capture_probabilities(rays, flip, swap, V, 0 * V, 0, 300)
+        assert P[0] == pytest.approx(chi2.sf(300 * 0.0144 / 1.5, 2), rel=1e-9)
+
+
+def test_capture_probabilities_width_two_against_sampling():
+    """m = 2, an anisotropic V_eff and an m* that depends on the ray's angle (with the symmetries phi -> phi + pi and
+    phi -> pi/2 - phi, as for equal neurons and an even link): P from the rays on [pi/4, 3pi/4] equals the fraction
+    of sampled mu_eff ~ N(0, V / d) beyond m*(their angle) (m* interpolated the same way, so only the circle average
+    and the symmetry images are tested), to 3 standard errors."""
+    from theorykit.thresholds import _ray_angles
+
+    V = np.array([[[2.0, -0.8], [-0.8, 1.2]]])
+    r_of = lambda a: 0.05 + 0.04 * np.cos(2 * a) ** 2 + 0.03 * np.sin(4 * a) ** 2  # noqa: E731 (both symmetries)
+    angles = _ray_angles(2, True, True, 9)
+    P, _, _ = _capture_probabilities(_rays_m2(angles, r_of), True, True, V, 0 * V, 0, 400)
+    rng = np.random.default_rng(1)
+    mu = rng.multivariate_normal([0, 0], V[0] / 400, size=200_000)
+    phi = np.arctan2(mu[:, 1], mu[:, 0])
+    # the piecewise-linear ln m* on the rays' images over the whole circle, as the construction does
+    xs = np.concatenate([angles + s for s in (0, math.pi)] + [math.pi / 2 - angles + s for s in (0, math.pi)]) % (2 * math.pi)
+    ys = np.log(np.tile(r_of(angles), 4))
+    o = np.argsort(xs)
+    r = np.exp(np.interp(phi % (2 * math.pi), xs[o], ys[o], period=2 * math.pi))
+    frac = float(np.mean(np.hypot(mu[:, 0], mu[:, 1]) > r))
+    assert abs(P[0] - frac) < 3 * math.sqrt(frac * (1 - frac) / len(mu)) + 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +119,11 @@ def test_finite_d_monotone_in_delta_t_and_d(small):
 
 
 def test_finite_d_refuses_what_it_cannot_answer():
-    pr = tk.Problem("gelu", "phase-retrieval", "square", 2, delta=10.0, eta=1.0, steps=1)
-    with pytest.raises(tk.TheorykitError, match="width m = 1"):
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 3, delta=10.0, eta=1.0, steps=1)
+    with pytest.raises(tk.TheorykitError, match="m >= 3"):
         finite_d(pr, [8.0], [200], 10)
+    with pytest.raises(tk.TheorykitError, match="rays"):
+        finite_d(pr.replace(width=2, a=None), [8.0], [200], 10, rays=1)
     one = tk.Problem("gelu", "z", "square", 1, delta=10.0, eta=1.0, steps=1)
     with pytest.raises(tk.TheorykitError, match="no hard direction"):
         finite_d(one, [8.0], [200], 10)
@@ -102,8 +153,60 @@ def test_threshold_cli_horizon_contract(capsys):
     assert set(out["finite_d"][0]) >= {"d", "horizon", "midpoint", "band"}
     assert set(out["escape_time"][0]) >= {"delta", "d", "t"} and len(out["escape_time"]) == 4
     assert out["finite_d_info"]["horizon"] == 20 and out["settings"]["horizon"] == 20
-    for bad, msg in ((["--horizon", "20"], "--d"), (["--d", "200", "--horizon", "20", "--width", "2"], "width 1"),
+    for bad, msg in ((["--horizon", "20"], "--d"), (["--d", "200", "--horizon", "20", "--width", "3"], "width 1 and 2"),
+                     (["--d", "200", "--horizon", "20", "--rays", "4"], "only with --width 2"),
                      (["--horizon-deltas", "3", "--t", "0"], "only with --horizon"), ([], "nothing to compute")):
         rc = main(["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", *bad])
         err = capsys.readouterr().err
         assert rc == 2 and msg in err and err.count("\n") == 1, (bad, err)
+
+
+def test_cos2_is_the_simulators_success_statistic():
+    """_cos2 from (M, C_theta) equals cos^2 between e and the top left singular vector of an explicit Theta (what
+    theorykit/referee/gd.py counts), for widths 1-3 and a latent space with an easy direction."""
+    from theorykit.dynamics.capture import _cos2
+
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 3):
+        Theta = rng.standard_normal((40, m)) * np.array([3.0, 1.0, 0.5][:m])
+        e = np.array([0.6, 0.8])  # the hard direction in a k = 2 latent space (the first 2 coordinates)
+        U = np.linalg.svd(Theta, full_matrices=False)[0][:, 0]
+        want = float((U[:2] @ e) ** 2)
+        M, C = Theta[:2], Theta[2:].T @ Theta[2:]
+        assert float(_cos2(M, C, e)) == pytest.approx(want, rel=1e-10)
+
+
+def test_finite_d_width_two_end_to_end():
+    """m = 2 (equal neurons, phase retrieval: both symmetries, so the rays span [pi/4, 3pi/4]): P in [0, 1] inside
+    its band, more samples capture more, a larger d less; per delta the rays and V_eff (2 x 2) are reported."""
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 2, delta=5.0, eta=1.0, steps=1)
+    r = finite_d(pr, [2.0, 12.0], [100, 1000], 25, paths=1024, replicas=2, m0s=[0.01, 0.05, 0.2, 0.6], rays=3)
+    P = r.probability
+    assert np.all((P >= 0) & (P <= 1)) and np.all(r.low <= P + 1e-12) and np.all(P <= r.high + 1e-12)
+    assert np.all(P[1, :, -1] >= P[0, :, -1]) and P[1, 0, -1] >= P[1, 1, -1] and P[1, 0, -1] > P[0, 0, -1]
+    info = r.per_delta[1]
+    assert np.asarray(info["V"]).shape == (2, 2) and len(info["rays"]) == 3 and math.isnan(info["v"])
+    dirs = np.array([q["direction"] for q in info["rays"]])
+    assert np.allclose(dirs[0], [2 ** -0.5, 2 ** -0.5]) and np.allclose(dirs[-1], [-(2 ** -0.5), 2 ** -0.5])
+    assert "e -> -e, neuron exchange" in r.method
+
+
+def test_effective_overlap_covariance_inverts_the_propagator():
+    """C_mu = P Sigma0 P^T + N (the initial overlap carried by P_t plus a noise-driven part N): V_eff = P^-1 C_mu P^-T
+    = Sigma0 + P^-1 N P^-T exactly, from the tangents P B and C_init = P Sigma0 P^T (any B with B B^T = Sigma0);
+    m = 1: C_mu Sigma0 / C_init."""
+    from theorykit.dynamics.hard_process import effective_overlap_covariance
+
+    rng = np.random.default_rng(5)
+    P = rng.standard_normal((3, 2, 2)) + 3 * np.eye(2)
+    S0 = np.array([[1.5, 0.3], [0.3, 0.8]])
+    B = np.linalg.cholesky(S0)
+    N = np.array([[2.0, -0.5], [-0.5, 1.0]])
+    C_init = P @ S0 @ P.transpose(0, 2, 1)
+    V = effective_overlap_covariance(C_init + N, P @ B, B, C_init)
+    for t in range(3):
+        Pi = np.linalg.inv(P[t])
+        assert np.allclose(V[t], S0 + Pi @ N @ Pi.T, rtol=1e-10, atol=1e-12)
+    v1 = effective_overlap_covariance(np.array([[[5.0]]]), np.array([[[-2.0]]]), np.array([[0.5]]),
+                                      np.array([[[1.0]]]))
+    assert v1[0, 0, 0] == pytest.approx(5.0 * 0.25 / 1.0)

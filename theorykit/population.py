@@ -136,15 +136,9 @@ class PopulationLoss:
         """Where a single-index link's response jumps or kinks in z (numbers; [] when smooth, multi-index, or when
         the breakpoints depend on the noise)."""
         if not hasattr(self, "_cuts"):
-            from .symbolic.gaussian import NotClosed, breakpoints
+            from .symbolic.links import link_breakpoints
 
-            cuts = []
-            if self.k == 1:
-                try:
-                    cuts = [float(sp.N(p)) for p in breakpoints(self.link.expr, self.link.latent[0])]
-                except (NotClosed, TypeError, ValueError):
-                    cuts = []
-            self._cuts = cuts
+            self._cuts = link_breakpoints(self.link)
         return self._cuts
 
     # ----------------------------------------------------------------------------------------- inputs
@@ -192,20 +186,10 @@ class PopulationLoss:
         its breakpoints (:func:`theorykit.rules.gauss_legendre_normal_split`): Gauss-Hermite across a jump converges
         only like 1 / order (GeLU, logistic loss, that link: 0.760 against the exact 0.741 at 64 nodes)."""
         if order not in self._latent_rules:
-            a = self.k + int(self.noisy)
-            nodes, w = _tensor_rule(a, order)
-            cuts = self.link_breakpoints
-            if cuts:
-                from .rules import gauss_legendre_normal_split
+            from .rules import latent_rule
 
-                zr = gauss_legendre_normal_split(cuts, order)
-                zn, zw = zr.nodes[:, 0], zr.weights
-                if self.noisy:
-                    en, ew = _tensor_rule(1, order)
-                    nodes = np.column_stack([np.repeat(zn, len(ew)), np.tile(en[:, 0], len(zw))])
-                    w = np.outer(zw, ew).ravel()
-                else:
-                    nodes, w = zn[:, None], zw
+            rule = latent_rule(self.k, self.noisy, order, self.link_breakpoints)
+            nodes, w = rule.nodes, rule.weights
             z = nodes[:, :self.k]
             eps = nodes[:, self.k] if self.noisy else None
             self._latent_rules[order] = (z, w, self.link.response(z, eps))

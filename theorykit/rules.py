@@ -309,6 +309,24 @@ def gauss_legendre_normal_split(points, order: int, width: float = 10.0) -> Rule
                 _coarser=None if lo == order else (lambda: gauss_legendre_normal_split(cuts, lo, width)))
 
 
+def latent_rule(k: int, noisy: bool, order: int, cuts=()) -> Rule:
+    """The latent law of a link, (z, eps) ~ N(0, I_{k + noisy}), as one deterministic rule: the tensor Gauss-Hermite
+    rule of ``order`` nodes per axis; or, for a single-index link (k = 1) that jumps or kinks in z at ``cuts``, z by
+    Gauss-Legendre on the pieces between them (:func:`gauss_legendre_normal_split`, ``order`` nodes per piece),
+    times Gauss-Hermite in eps when noisy (eps is the last column).  What the population loss and the DMFT's latent
+    integration both use."""
+    cuts = [float(c) for c in cuts]
+    if not cuts or k != 1:
+        return gauss_hermite(order, k + int(bool(noisy)))
+    z = gauss_legendre_normal_split(cuts, order)
+    if not noisy:
+        return z
+    e = gauss_hermite(order, 1)
+    nodes = np.column_stack([np.repeat(z.nodes[:, 0], e.size), np.tile(e.nodes[:, 0], z.size)])
+    return Rule(nodes, np.outer(z.weights, e.weights).ravel(), f"{z.method} in z, times Gauss-Hermite with {order} "
+                f"nodes in eps", "deterministic", None)
+
+
 # ------------------------------------------------------------------------------------------------- random rules
 def sobol_normal(n: int, dim: int, rng, replicas: int = 1) -> Rule:
     """Scrambled Sobol' points mapped to N(0, I_dim) (docs/theory.md §3, numerics): for each of ``replicas``

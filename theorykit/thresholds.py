@@ -511,14 +511,15 @@ FINITE_D_NOISE_RSE = 0.25
 
 @dataclass(frozen=True)
 class FiniteD:
-    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1): for each delta and d, the
+    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1, 2): for each delta and d, the
     probability that GD at dimension d has captured the hard direction (cos^2 > 1/2) by time t, for every t up to the
     horizon, with its band; the midpoint delta_1/2(d, horizon) and the escape time t_1/2(delta, d) read off it.
 
     probability, low, high: (deltas, ds, horizon + 1) arrays; midpoints: [{d, horizon, midpoint, band [lo, hi],
     note}]; escape_time: [{delta, d, t, band [early, late], note}] (t is None when P stays below 1/2 up to the
-    horizon); per_delta: [{delta, v, v_stderr, t_match, m_star (at the horizon), m_star_spread (replicas' relative
-    spread), noise_limited, error}]; method: how it was computed."""
+    horizon); per_delta: [{delta, v, v_stderr (m = 1; NaN for m = 2), V (V_eff at t_match, m x m), t_match, m_star
+    (at the horizon, first ray), rays [{direction, m_star, m_star_spread}], m_star_spread (the replicas' relative
+    spread, largest over the rays), noise_limited, error}]; method: how it was computed."""
 
     deltas: tuple
     ds: tuple
@@ -543,30 +544,120 @@ class FiniteD:
                 "low": self.low[i, j].tolist(), "high": self.high[i, j].tolist()}
 
 
-def _capture_probabilities(curve: dict, v: np.ndarray, v_se: np.ndarray, t_match: int, d: int) -> tuple:
-    """(P, low, high) over t from a capture ladder: P(t) = P(chi2_1 > d m*(t)^2 / v) with v = v_eff(min(t, t_match))
-    (docs/theory.md §3.2, the matched prediction with the horizon t); the band takes the replicas' smallest and largest
-    m*(t) and v_eff +- 2 standard errors.  Where m*(t) is outside the ladder, P is 0 (even the top rung not captured:
-    high = the top rung's P) or 1 (the bottom rung captured: low = the bottom rung's P)."""
+#: rays of initial-overlap directions per delta at width m = 2, on the circle's fundamental domain under the problem's
+#: symmetries (e -> -e for a link even along e; the exchange of two neurons with equal a, b and Sigma0)
+FINITE_D_RAYS = 5
+#: directions of the standard normal on the circle averaged over for P at m = 2 (a periodic trapezoid rule)
+_CIRCLE_POINTS = 720
+#: ln m* stands in for "never captured" (above the ladder) and "always captured" (below it) when rays are interpolated
+_LN_NEVER, _LN_ALWAYS = math.log(1e3), math.log(1e-12)
+
+
+def _symmetries(problem) -> tuple:
+    """(flip, swap): GD's law is invariant under e -> -e when the link is even along the first hard direction e
+    (checked at 512 random latent points and noises, to 1e-12), and under exchanging the neurons when m = 2 with
+    equal second-layer weights, equal biases and an exchangeable Sigma0."""
+    from .dynamics.hard_process import hard_subspace_basis
+
+    lk = problem.link_obj
+    e = hard_subspace_basis(lk)[:, 0]
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((512, lk.k))
+    eps = rng.standard_normal(512)
+    try:
+        y, y_flip = lk.response(z, eps), lk.response(z - 2 * np.outer(z @ e, e), eps)
+        flip = bool(np.allclose(y, y_flip, rtol=1e-12, atol=1e-12))
+    except TheorykitError:
+        flip = False
+    swap = False
+    if problem.m == 2:
+        a, b, S = problem.a_vector, problem.b_vector, problem.Sigma0_matrix
+        swap = bool(a[0] == a[1] and b[0] == b[1] and S[0, 0] == S[1, 1])
+    return flip, swap
+
+
+def _ray_angles(m: int, flip: bool, swap: bool, rays: int) -> np.ndarray:
+    """Angles of the rays M0 = r e (cos a, sin a) computed per delta (m = 2; for m = 1, a in {0, pi} are the signs):
+    evenly spread over the circle's fundamental domain under the symmetries, its ends included when they are mirror
+    lines."""
+    if m == 1:
+        return np.array([0.0] if flip else [0.0, math.pi])
+    if flip and swap:
+        return np.linspace(math.pi / 4, 3 * math.pi / 4, rays)
+    if swap:
+        return np.linspace(math.pi / 4, 5 * math.pi / 4, rays)
+    return np.linspace(0.0, math.pi if flip else 2 * math.pi, rays, endpoint=False)
+
+
+def _orbit(angle: float, flip: bool, swap: bool) -> list:
+    out = [angle]
+    if flip:
+        out.append(angle + math.pi)
+    if swap:
+        out.append(math.pi / 2 - angle)
+    if flip and swap:
+        out.append(3 * math.pi / 2 - angle)
+    return [v % (2 * math.pi) for v in out]
+
+
+def _ray_star(curve: dict, t: int) -> tuple:
+    """(ln m*, ln of its smallest and largest over the replicas) of one ray at time t, with the ladder's ends where
+    m* is outside it (never captured: _LN_NEVER, band down to the top rung; captured from the bottom rung:
+    _LN_ALWAYS, band up to the bottom rung)."""
+    m0s = curve["m0s"]
+    cos2 = np.asarray(curve["cos2"], dtype=float)[:, t]
+    ms = curve["m_star"][t]
+    if ms is None:
+        if np.all(cos2 < 0.5) or np.isnan(cos2).any():
+            return _LN_NEVER, math.log(m0s[-1]), _LN_NEVER
+        return _LN_ALWAYS, _LN_ALWAYS, math.log(m0s[0])
+    reps = [r[t] for r in curve["m_star_replicas"] if r[t] is not None] + [ms]
+    return math.log(ms), math.log(min(reps)), math.log(max(reps))
+
+
+def _capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_se: np.ndarray, t_match: int,
+                           d: int) -> tuple:
+    """(P, low, high) over t from the capture ladders of the rays (docs/theory.md §3.2 and §5, the matched prediction
+    with the horizon t).  The effective initial overlap vector is mu_eff = B g / sqrt(d), g ~ N(0, I_m), B B^T =
+    V = V_eff(min(t, t_match)); it is captured by t iff its length exceeds m*(t) on its ray.  With g = rho w (w
+    uniform on the sphere, rho^2 ~ chi2_m): P(t) = mean over w of P(chi2_m > d m*(t; B w)^2 / |B w|^2), over w =
+    +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; ln m* interpolated
+    linearly in the angle between the rays and their images under the symmetries).  The band takes every ray's
+    smallest and largest m*(t) over the replicas and V scaled by 1 -+ 2 relative standard errors (Frobenius)."""
     from scipy.stats import chi2
 
-    m0s = np.asarray(curve["m0s"], dtype=float)
-    cos2 = np.asarray(curve["cos2"], dtype=float)
-    T = cos2.shape[1] - 1
+    rays = [(float(a), c) for a, c in rays]
+    m = V.shape[-1]
+    T = np.asarray(rays[0][1]["cos2"]).shape[1] - 1
+    psi = np.array([0.0, math.pi]) if m == 1 else np.linspace(0, 2 * math.pi, _CIRCLE_POINTS, endpoint=False)
     P, lo, hi = np.zeros(T + 1), np.zeros(T + 1), np.zeros(T + 1)
-    sf = lambda m, vv: float(chi2.sf(d * m * m / vv, 1)) if vv > 0 else 0.0  # noqa: E731
     for t in range(T + 1):
         k = min(t, t_match)
-        vv, vlo, vhi = float(v[k]), max(float(v[k] - 2 * v_se[k]), 1e-300), float(v[k] + 2 * v_se[k])
-        ms = curve["m_star"][t]
-        if ms is None:
-            if np.all(cos2[:, t] < 0.5) or np.isnan(cos2[:, t]).any():
-                P[t], lo[t], hi[t] = 0.0, 0.0, sf(m0s[-1], vhi)
-            else:
-                P[t], lo[t], hi[t] = 1.0, sf(m0s[0], vlo), 1.0
+        Vk = 0.5 * (V[k] + V[k].T)
+        lam, Q = np.linalg.eigh(Vk)
+        if not np.all(np.isfinite(lam)) or lam.min() <= 0:
+            P[t], lo[t], hi[t] = math.nan, math.nan, math.nan
             continue
-        reps = [r[t] for r in curve["m_star_replicas"] if r[t] is not None] + [ms]
-        P[t], lo[t], hi[t] = sf(ms, vv), sf(max(reps), vlo), sf(min(reps), vhi)
+        rse = float(np.linalg.norm(V_se[k]) / np.linalg.norm(Vk))
+        B = Q * np.sqrt(lam)
+        w = np.cos(psi)[:, None] if m == 1 else np.column_stack([np.cos(psi), np.sin(psi)])
+        Bw = w @ B.T
+        scale2 = (Bw ** 2).sum(1)
+        phi = np.where(Bw[:, 0] >= 0, 0.0, math.pi) if m == 1 else np.arctan2(Bw[:, 1], Bw[:, 0]) % (2 * math.pi)
+        stars = [_ray_star(c, t) for _, c in rays]
+        out = []
+        for which, fac in ((0, 1.0), (2, max(1.0 - 2 * rse, 1e-12)), (1, 1.0 + 2 * rse)):
+            xs, ys = [], []
+            for (angle, _), st in zip(rays, stars):
+                for a in _orbit(angle, flip, swap):
+                    xs.append(a)
+                    ys.append(st[which])
+            order = np.argsort(xs)
+            ln_r = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
+            r2 = np.where(ln_r <= _LN_ALWAYS + 1e-9, 0.0, np.exp(2 * ln_r))
+            r2 = np.where(ln_r >= _LN_NEVER - 1e-9, np.inf, r2)
+            out.append(float(np.mean(chi2.sf(d * r2 / (fac * scale2), m))))
+        P[t], lo[t], hi[t] = out
     return P, lo, hi
 
 
@@ -576,27 +667,31 @@ def _first_at_least(x: np.ndarray, level: float = 0.5):
 
 
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS, replicas: int = THRESHOLD_REPLICAS,
-             seed: int = defaults.DMFT_SEED, m0s=None, progress: bool = False) -> FiniteD:
-    """What GD at dimension d does by a horizon, from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1).
+             seed: int = defaults.DMFT_SEED, m0s=None, rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
+    """What GD at dimension d does by a horizon, from the DMFT (docs/theory.md §5, "At your d and horizon"; width
+    m = 1 or 2).
 
-    Per delta of ``deltas``: one ladder of nonlinear DMFT runs from initial hard overlaps m0 (``m0s``, default
-    FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.dynamics.capture_curve`: m*(t) for every t at once), and
-    one DMFT run with the linear hard process (v_eff(t), the effective initial overlap variance, and the time
-    ``hard_reliable_until`` up to which the linear process is trusted).  Then for every d of ``ds`` and t <= horizon
-    P(capture by t) = P(chi2_1 > d m*(t)^2 / v_eff(min(t, t_match))), the matched prediction of §3.2 with the horizon
-    t.  Read off it: the midpoint delta_1/2(d, horizon) where P crosses 1/2 along the deltas (band: where the band's
-    ends cross), and the escape time t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and
-    the low end reach 1/2).  A delta whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go
-    on.  problem: a :class:`theorykit.Problem` with m = 1, constant steps, no M0 (its delta and steps are replaced)."""
+    Per delta of ``deltas``: one DMFT run with the linear hard process (V_eff(t), the covariance of the effective
+    initial overlap vector, and the time ``hard_reliable_until`` up to which the linear process is trusted), and for
+    each ray u of initial-overlap directions a ladder of nonlinear DMFT runs from M0 = m0 e u^T (``m0s``, default
+    FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.dynamics.capture_curve`: m*(t; u) for every t at once).
+    m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
+    circle under the problem's symmetries (:func:`_symmetries`).  Then for every d of ``ds`` and t <= horizon
+    P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d) (see
+    :func:`_capture_probabilities`; m = 1: P(chi2_1 > d m*(t)^2 / v_eff)).  Read off it: the midpoint
+    delta_1/2(d, horizon) where P crosses 1/2 along the deltas (band: where the band's ends cross), and the escape
+    time t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).
+    A delta whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go on.  problem: a
+    :class:`theorykit.Problem` with m <= 2, constant steps, no M0 (its delta and steps are replaced)."""
     from .dynamics import capture_curve
     from .dynamics.hard_process import hard_subspace_basis
     from .problem import Problem
 
     if not isinstance(problem, Problem):
         raise TheorykitError(f"finite_d takes a theorykit.Problem, got {type(problem).__name__}")
-    if problem.m != 1:
-        raise TheorykitError(f"the finite-d prediction is defined for width m = 1 so far (got m = {problem.m}): the "
-                             "capture over the law of an m-vector of initial overlaps is not built yet")
+    if problem.m > 2:
+        raise TheorykitError(f"the finite-d prediction is built for width m = 1 and 2 (got m = {problem.m}): the "
+                             "capture region over the sphere of initial-overlap directions is not built for m >= 3")
     if problem.schedule is not None or problem.M0 is not None:
         raise TheorykitError("finite_d needs constant-step GD from a random start (a Problem with eta, without M0)")
     if hard_subspace_basis(problem.link_obj).shape[1] == 0:
@@ -609,11 +704,15 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
     if not dims:
         raise TheorykitError("ds must hold at least one dimension d")
     H = check_int("horizon", horizon, 1)
+    rays = check_int("rays", rays, 2)
     if m0s is None:
         lo_, hi_, k_ = FINITE_D_LADDER
         m0s = np.geomspace(lo_, hi_, k_)
     rungs = len(list(m0s))
-    bar = Progress(len(grid) * (rungs + 1), label="finite-d prediction", unit="DMFT solves") if progress else None
+    flip, swap = _symmetries(problem)
+    angles = _ray_angles(problem.m, flip, swap, rays)
+    bar = (Progress(len(grid) * (len(angles) * rungs + 1), label="finite-d prediction", unit="DMFT solves")
+           if progress else None)
     tick = bar.tick if bar else None
 
     shape = (len(grid), len(dims), H + 1)
@@ -623,30 +722,40 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
     try:
         for i, dl in enumerate(grid):
             pr = problem.replace(delta=dl, steps=H)
-            info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "t_match": None, "m_star": None,
-                    "m_star_spread": math.nan, "noise_limited": None, "error": ""}
+            info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None, "m_star": None,
+                    "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
             try:
-                curve = capture_curve(pr, H, m0s, on_solve=tick, **opts)
                 r = dmft(pr, bias_check=False, **opts)
                 if tick:
                     tick()
                 if r.status != "ok":
                     raise DivergenceError(f"the DMFT did not reach t = {H} ({r.diverged_at['hint']})")
+                curves = []
+                for ang in angles:
+                    u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
+                    curves.append((ang, capture_curve(pr, H, m0s, direction=u, on_solve=tick, **opts)))
             except DivergenceError as err:
                 info["error"] = str(err).splitlines()[0]
                 per.append(info)
                 continue
-            v = np.asarray(r.v_eff, dtype=float)
-            v_se = np.asarray(r.stderr.get("v_eff", np.zeros_like(v)), dtype=float)
+            V = np.asarray(r.V_eff, dtype=float)
+            V_se = np.asarray(r.stderr["V_eff"], dtype=float)
             tm = int(r.hard_reliable_until)
-            ms = curve["m_star"][H]
-            reps = [c[H] for c in curve["m_star_replicas"] if c[H] is not None]
-            spread = float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan
-            info.update(v=float(v[tm]), v_stderr=float(v_se[tm]), t_match=tm, m_star=ms, m_star_spread=spread,
+            spreads, ray_info = [], []
+            for ang, c in curves:
+                ms = c["m_star"][H]
+                reps = [q[H] for q in c["m_star_replicas"] if q[H] is not None]
+                spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
+                ray_info.append({"direction": c["direction"], "m_star": ms, "m_star_spread": spreads[-1]})
+            finite = [v for v in spreads if math.isfinite(v)]
+            spread = max(finite) if finite else math.nan
+            info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
+                        v_stderr=float(V_se[tm, 0, 0]) if problem.m == 1 else math.nan, V=V[tm].tolist(),
+                        t_match=tm, m_star=ray_info[0]["m_star"], rays=ray_info, m_star_spread=spread,
                         noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
             per.append(info)
             for j, d in enumerate(dims):
-                P[i, j], LO[i, j], HI[i, j] = _capture_probabilities(curve, v, v_se, tm, d)
+                P[i, j], LO[i, j], HI[i, j] = _capture_probabilities(curves, flip, swap, V, V_se, tm, d)
     finally:
         if bar:
             bar.close()
@@ -662,11 +771,14 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = THRESHOLD_PATHS,
             t, early, late = (_first_at_least(arr[i, j]) for arr in (P, HI, LO))
             esc.append({"delta": grid[i], "d": d, "t": t, "band": [early, late],
                         "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
-    method = (f"per delta: a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e (m0 in [{float(min(m0s)):g}, "
-              f"{float(max(m0s)):g}], geometric) to t = {H}, m*(t) by geometric interpolation of cos^2 = 1/2, and one "
-              f"DMFT run with the linear hard process for v_eff; {paths} paths in {replicas} replicas, seed {seed}; "
-              "P(capture by t) = P(chi2_1 > d m*(t)^2 / v_eff(min(t, t_match))), t_match = hard_reliable_until "
-              "(docs/theory.md §3.2, §5); band: the replicas' m* and v_eff +- 2 se (not the rung interpolation); "
-              "midpoint: linear interpolation of P in delta; escape time: the first t with P >= 1/2")
+    sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", swap)) if on) or "none"
+    method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
+              f"directions ({len(angles)} ray(s); symmetries used: {sym}) a ladder of {rungs} nonlinear DMFT runs "
+              f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric) to t = {H}, m*(t; u) "
+              f"by geometric interpolation of cos^2 = 1/2; {paths} paths in {replicas} replicas, seed {seed}; "
+              "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
+              "t_match = hard_reliable_until (docs/theory.md §3.2, §5; m = 1: P(chi2_1 > d m*^2 / v_eff)); band: "
+              "the replicas' m* and V_eff +- 2 se (not the rung interpolation); midpoint: linear interpolation of P in "
+              "delta; escape time: the first t with P >= 1/2")
     return FiniteD(deltas=grid, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
                    escape_time=tuple(esc), per_delta=tuple(per), method=method)

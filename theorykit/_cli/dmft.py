@@ -1,6 +1,6 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
-[--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|monte-carlo] [--order Q] [--sampler sobol|random]
+[--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|gauss-legendre|monte-carlo] [--order Q] [--sampler sobol|random]
 [--response auto|stein|direct] [--kernels] [--bias-check auto|on|off] [--predict-d D] [--capture D [D ...]] [--capture-hi H]
 [--progress] [--json]
 
@@ -50,11 +50,12 @@ def add_parser(sub):
                    help="ridge lambda >= 0 (default 0)")
     p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,
                    help=f"seed of the replicas' random streams, an integer >= 0 (default {defaults.DMFT_SEED})")
-    p.add_argument("--latent", default=defaults.DMFT_LATENT, choices=["auto", "gauss-hermite", "monte-carlo"],
-                   help="how the latent (z, eps) is integrated (auto: Gauss-Hermite when it is accurate)")
+    p.add_argument("--latent", default=defaults.DMFT_LATENT, choices=["auto", "gauss-hermite", "gauss-legendre", "monte-carlo"],
+                   help="how the latent (z, eps) is integrated (auto: Gauss-Hermite when it is accurate, else "
+                        "Gauss-Legendre between the link's breakpoints when that is, else Monte Carlo)")
     p.add_argument("--order", type=integer(1, 1000), default=None,
-                   help="Gauss-Hermite nodes per latent dimension, in 1..1000 (default 32 for one latent "
-                        "dimension, else 16)")
+                   help="Gauss-Hermite nodes per latent dimension (Gauss-Legendre: per piece), in 1..1000 "
+                        "(default 32 for one latent dimension, else 16)")
     p.add_argument("--sampler", default=defaults.DMFT_SAMPLER, choices=["sobol", "random"],
                    help="paths of the Gaussian field: scrambled Sobol (default) or i.i.d.")
     p.add_argument("--response", default=defaults.DMFT_RESPONSE, choices=["auto", "stein", "direct"],

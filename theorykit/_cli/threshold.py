@@ -71,9 +71,12 @@ def add_parser(sub):
     p.add_argument("--dyn-deltas", type=positive_float, nargs="+", default=None, dest="dyn_deltas", metavar="D",
                    help="the deltas of gamma(delta) (default: the scan's grid)")
     p.add_argument("--horizon", type=integer(1), default=None, metavar="T",
-                   help="with --d: GD at each d by this many steps (width 1): the midpoint delta_1/2(d, T) where "
+                   help="with --d: GD at each d by this many steps (width 1 or 2): the midpoint delta_1/2(d, T) where "
                         "P(capture) = 1/2 and the escape times t_1/2(delta, d), from a capture ladder of nonlinear "
-                        "DMFT runs per delta (docs/theory.md §5)")
+                        "DMFT runs per delta and ray of initial-overlap directions (docs/theory.md §5)")
+    p.add_argument("--rays", type=integer(2, 64), default=None, metavar="K",
+                   help="with --horizon and --width 2: rays of initial-overlap directions per delta, on the circle's "
+                        "fundamental domain under the problem's symmetries (default 5)")
     p.add_argument("--horizon-deltas", type=positive_float, nargs="+", default=None, dest="horizon_deltas",
                    metavar="D", help="the deltas of the finite-d answers (default: the scan's grid)")
     return p
@@ -101,11 +104,15 @@ def run(args) -> dict:
     if args.horizon is not None:
         if not args.d:
             raise TheorykitError("argument --horizon: give the dimension(s) with --d D [D ...]")
-        if args.width != 1:
-            raise TheorykitError("argument --horizon: the finite-d answers are defined for --width 1 so far (the "
-                                 "capture over the law of an m-vector of initial overlaps is not built yet)")
-    elif args.horizon_deltas is not None:
-        raise TheorykitError("argument --horizon-deltas: only with --horizon T")
+        if args.width > 2:
+            raise TheorykitError(f"argument --horizon: the finite-d answers are built for --width 1 and 2 (the "
+                                 f"capture region over the sphere of initial-overlap directions is not built for "
+                                 f"width {args.width})")
+        if args.rays is not None and args.width != 2:
+            raise TheorykitError("argument --rays: only with --width 2 (width 1 has the two signs)")
+    elif args.horizon_deltas is not None or args.rays is not None:
+        raise TheorykitError(f"argument {'--horizon-deltas' if args.rays is None else '--rays'}: only with "
+                             "--horizon T")
     if not (args.t or args.nn is not None or args.dyn is not None or args.horizon is not None):
         raise TheorykitError("nothing to compute: give --t T [T ...] (delta*(t)), --nn T_MAX, --dyn T1 T2 or --d D "
                              "--horizon T")
@@ -161,11 +168,11 @@ def run(args) -> dict:
     if args.horizon is not None:
         import numpy as np
 
-        from ..thresholds import finite_d
+        from ..thresholds import FINITE_D_RAYS, finite_d
 
         grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
         fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas, seed=args.seed,
-                      progress=bool(args.progress)).as_dict()
+                      rays=args.rays or FINITE_D_RAYS, progress=bool(args.progress)).as_dict()
         out["finite_d"] = fd.pop("finite_d")
         out["escape_time"] = fd.pop("escape_time")
         out["finite_d_info"] = fd

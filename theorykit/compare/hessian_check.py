@@ -48,6 +48,8 @@ SETTINGS = {
     "pr-gelu-m2": ("gelu", "phase-retrieval", "square", 2, 1.0),
     "bounded-m2": ("gelu", "sign-symmetric", "logistic", 2, 1.0),
     "pr-x2-m2": ("quad", "phase-retrieval", "square", 2, 0.05),
+    # x^2 at width 2 with twice the step (the finite-d validation's horizon T = 200 then spans eta T = 20)
+    "pr-x2-m2-eta0.1": ("quad", "phase-retrieval", "square", 2, 0.1),
     # a custom activation with a non-zero second Hermite coefficient (issue 14's validation)
     "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1, 1.0),
 }

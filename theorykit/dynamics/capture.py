@@ -17,9 +17,21 @@ CAPTURE_NOISE_RSE = 0.25
 
 
 def _cos2(M, C_theta_tt, e):
-    """cos^2 between theta and the hard direction e (width 1): M_e^2 / (M_e^2 + C_theta), M (..., k, 1) -> (...)."""
-    Me = M[..., :, 0] @ e
-    return Me ** 2 / (Me ** 2 + C_theta_tt[..., 0, 0])
+    """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,
+    theorykit/referee/gd.py): Theta^T e = M^T e and Theta^T Theta = M^T M + C_theta, so cos^2 = (v^T M^T e)^2 / lam
+    with (lam, v) the top eigenpair of the Gram.  M (..., k, m), C_theta_tt (..., m, m) -> (...).  Width 1:
+    M_e^2 / (|M|^2 + C_theta)."""
+    M = np.asarray(M, dtype=float)
+    Me = np.einsum("...km,k->...m", M, e)
+    G = np.einsum("...ka,...kb->...ab", M, M) + np.asarray(C_theta_tt, dtype=float)
+    if G.shape[-1] == 1:
+        return Me[..., 0] ** 2 / G[..., 0, 0]
+    bad = ~np.isfinite(G).all(axis=(-2, -1))
+    lam, vec = np.linalg.eigh(np.where(bad[..., None, None], 0.0, 0.5 * (G + np.swapaxes(G, -1, -2))))
+    proj = np.einsum("...m,...m->...", vec[..., :, -1], Me)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = proj ** 2 / lam[..., -1]
+    return np.where(bad, np.nan, out)
 
 
 def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
@@ -159,15 +171,17 @@ def finite_d_curve(problem, deltas, d: int, *, paths: int, replicas: int, progre
 LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
 
 
-def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -> dict:
+def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, **dmft_options) -> dict:
     """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
     the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
-    of a ladder of initial overlaps m0 (each to T, M0 = m0 e; ``m0s``, default LADDER_POINTS geometric values in
-    [LADDER_LO, LADDER_HI]) -- every t from the same runs.  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  At
+    of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
+    [LADDER_LO, LADDER_HI]) -- every t from the same runs.  u = ``direction``, a unit m-vector (the direction of the
+    neurons' initial overlaps; default (1,) for m = 1, required for m >= 2), so m0 is the length of the overlap
+    vector along the ray u.  cos^2(t): between e and the top left singular vector of Theta (:func:`_cos2`).  At
     each t, m*(t) is the geometric interpolation between the ladder's last rung below 1/2 and the first at or above
     (None where even the top rung has not captured, or the bottom already has: m* is outside the ladder).
 
-    problem: a :class:`theorykit.Problem` with m = 1, constant steps and no M0; ``dmft_options``: paths, replicas,
+    problem: a :class:`theorykit.Problem` with constant steps and no M0; ``dmft_options``: paths, replicas,
     seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
     ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT replica's own M and
     C_theta: growth_rate's standard error), "method"}.  on_solve: called after each rung's solve (a progress
@@ -178,10 +192,21 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
 
     if not isinstance(problem, Problem):
         raise TheorykitError(f"capture_curve takes a theorykit.Problem, got {type(problem).__name__}")
-    if problem.m != 1:
-        raise TheorykitError("capture_curve is defined for width m = 1")
     if problem.M0 is not None:
         raise TheorykitError("capture_curve sets M0 itself (the ladder): give a Problem without M0")
+    m = problem.m
+    if direction is None:
+        if m != 1:
+            raise TheorykitError(f"capture_curve at width m = {m} needs direction=, the unit m-vector of the initial "
+                                 "overlaps")
+        direction = (1.0,)
+    try:
+        u = np.asarray(direction, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"direction must be a list of {m} numbers, got {direction!r}") from None
+    if u.size != m or not np.all(np.isfinite(u)) or not np.linalg.norm(u) > 0:
+        raise TheorykitError(f"direction must be a non-zero vector of {m} finite numbers, got {direction!r}")
+    u = u / np.linalg.norm(u)
     if problem.schedule is not None:
         raise TheorykitError("capture_curve needs constant-step GD (a Problem with eta and steps)")
     T = _check_int("T", T, 1)
@@ -202,7 +227,7 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
     cos2 = np.full((len(m0s), T + 1), np.nan)
     rep = None  # (replicas, rungs, T+1): each replica's own cos^2 (its own M and C_theta)
     for i, m0 in enumerate(m0s):
-        r = dmft(problem.replace(steps=T, M0=[[float(v)] for v in m0 * e]), **opts)
+        r = dmft(problem.replace(steps=T, M0=(m0 * np.outer(e, u)).tolist()), **opts)
         S = len(r.test_loss)
         cos2[i, :S] = _cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
@@ -216,8 +241,10 @@ def capture_curve(problem, T: int, m0s=None, *, on_solve=None, **dmft_options) -
     lm = np.log(m0s)
     return {"t": list(range(T + 1)), "m_star": _m_star(cos2, lm), "m0s": m0s.tolist(), "cos2": cos2,
             "m_star_replicas": [_m_star(c, lm) for c in rep],
-            "method": f"nonlinear DMFT from M0 = m0 e on a ladder of {len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], "
-                      f"one run each to T = {T}; m*(t) by geometric interpolation of cos^2(t) = 1/2 between rungs"}
+            "direction": u.tolist(),
+            "method": f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on a ladder of {len(m0s)} "
+                      f"m0 in [{m0s[0]:g}, {m0s[-1]:g}], one run each to T = {T}; m*(t) by geometric interpolation "
+                      "of cos^2(t) = 1/2 between rungs"}
 
 
 def _m_star(cos2: np.ndarray, lm: np.ndarray) -> list:

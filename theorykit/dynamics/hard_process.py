@@ -38,7 +38,9 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
     R_theta (>=S, >=S, m, m); Cu_zeta (>=S, >=S, m, m) = E[zeta^2 u^t u^sT]; etas: step sizes.
     Returns (C_mu (S, m, m), info dict: rank used, eigen-mass of the exact part, ``ess`` (S,): the effective fraction
     of paths carrying E[zeta D^t rho^t] of the first tangent, (sum |c_n|)^2 / (N sum c_n^2) for its per-path terms
-    c_n -- small values mean a few paths (those whose tangent grew where D < 0) carry C_mu).
+    c_n -- small values mean a few paths (those whose tangent grew where D < 0) carry C_mu; ``C_init`` (S, m, m) =
+    P_t Sigma_0 P_t^T; ``P_half`` (S, m, m) = P_t B and ``Sigma0_half`` B (B B^T = Sigma_0): the propagator of the
+    initial overlap, for :func:`effective_overlap_covariance`).
     """
     S, N, m = D.shape[0], D.shape[1], D.shape[2]
     rng = rng if rng is not None else np.random.default_rng(0)
@@ -77,6 +79,7 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
     zt = zeta.astype(dtype)
     C = np.zeros((S, m, m))
     C_init = np.zeros((S, m, m))  # the P Sigma_0 P^T part (first m tangents)
+    A = np.zeros((S, m, m))  # P_t Sigma_0^(1/2): the first m tangents themselves
     ess = np.zeros(S)
     for t in range(S):
         rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
@@ -90,6 +93,7 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
         K[t] = Kt.reshape(m, J * N)
         C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
         C_init[t] = x[t][:, :m] @ x[t][:, :m].T
+        A[t] = x[t][:, :m]
         c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
         ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
         if t < S - 1:
@@ -97,4 +101,28 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
             eta = etas[t]
             x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
     info["ess"], info["C_init"] = ess, C_init
+    info["P_half"], info["Sigma0_half"] = A, Sig_half
     return C, info
+
+
+def effective_overlap_covariance(C_mu, P_half, Sigma0_half, C_init) -> np.ndarray:
+    """V(t) = P_t^-1 C_mu(t) P_t^-T, the covariance of the effective initial overlap mu_eff = P_t^-1 mu^t (times d;
+    docs/theory.md §3.2): the linear hard process mu^t = P_t mu^0 + (noise-driven part) counted in units of initial
+    overlap, so that the nonlinear DMFT started from M0 = m0 e u^T grows like P_t m0 u in the same regime.
+
+    C_mu, P_half (= P_t B), C_init (= P_t Sigma_0 P_t^T): (S, m, m), replica means; Sigma0_half: B with B B^T = Sigma_0.
+    The propagator is taken as C_init^(1/2) U with U the orthogonal polar factor of P_half (so that its Gram is the
+    mean C_init, as for m = 1, where V = C_mu Sigma_0 / C_init exactly).  Returns V (S, m, m)."""
+    S, m = C_mu.shape[0], C_mu.shape[-1]
+    V = np.full((S, m, m), np.nan)
+    for t in range(S):
+        W, s, Zt = np.linalg.svd(P_half[t])
+        if not np.all(np.isfinite(s)) or s.min() <= 1e-300:
+            continue
+        lam, Q = np.linalg.eigh(0.5 * (C_init[t] + C_init[t].T))
+        if lam.min() <= 0:
+            continue
+        A_eff = (Q * np.sqrt(lam)) @ Q.T @ (W @ Zt)  # C_init^(1/2) U, U = W Z^T
+        G = Sigma0_half @ np.linalg.inv(A_eff)  # P_t^-1 = B A^-1
+        V[t] = G @ C_mu[t] @ G.T
+    return V

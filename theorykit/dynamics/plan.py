@@ -48,21 +48,23 @@ def hermite_rule(order: int, dim: int):
     return r.nodes, r.weights
 
 
-#: largest normalised error of the latent rule on the link's moments that latent="auto" accepts for Gauss-Hermite
+#: largest normalised error of the latent rule on the link's moments that latent="auto" accepts for a quadrature
 HERMITE_MOMENT_TOL = 1e-3
 
 
-def hermite_moment_error(link, order: int) -> float:
-    """How well the tensor Gauss-Hermite rule of ``order`` integrates the link: the largest difference, against the
-    rule with min(8 x order, 370) nodes, of E[y^p He_j(z_i)] / sqrt(E[y^2p] j!) over p = 1, 2, j = 0..4 and every latent
-    coordinate i.  Exponentially small for smooth links; O(1/order) for a link that jumps in z (sign, Heaviside,
-    Piecewise steps), where Gauss-Hermite nodes place the jump arbitrarily (measured: y = sign(|z| - median|z|),
-    logistic loss, delta = 8: 32 nodes gave C_theta(100) = 4.26 against 2.38 with Monte-Carlo latents and 2.42 +- 0.05
-    for constrained GD at d = 1000)."""
-    dim = link.k + (1 if link.noisy else 0)
+def latent_moment_error(link, order: int, cuts=()) -> float:
+    """How well the latent rule of ``order`` (:func:`theorykit.rules.latent_rule`: tensor Gauss-Hermite, or
+    Gauss-Legendre between the link's breakpoints ``cuts``) integrates the link: the largest difference, against the
+    same rule with min(8 x order, 370) nodes per axis (or piece), of E[y^p He_j(z_i)] / sqrt(E[y^2p] j!) over p = 1, 2,
+    j = 0..4 and every latent coordinate i.  Exponentially small for smooth links, and for a link that jumps in z when
+    the rule is cut at its jumps; O(1/order) for Gauss-Hermite across a jump (sign, Heaviside, Piecewise steps), where
+    its nodes place the jump arbitrarily (measured: y = sign(|z| - median|z|), logistic loss, delta = 8: 32 nodes gave
+    C_theta(100) = 4.26 against 2.38 with Monte-Carlo latents and 2.42 +- 0.05 for constrained GD at d = 1000)."""
+    from ..rules import HERMITE_MAX_ORDER, latent_rule
 
     def moments(q):
-        nodes, w = hermite_rule(q, dim)
+        rule = latent_rule(link.k, link.noisy, q, cuts)
+        nodes, w = rule.nodes, rule.weights
         y = link.response(nodes[:, :link.k], nodes[:, link.k] if link.noisy else None)
         out = []
         for pw in (1, 2):
@@ -73,8 +75,6 @@ def hermite_moment_error(link, order: int) -> float:
                     he = np.polynomial.hermite_e.hermeval(nodes[:, i], [0] * j + [1])
                     out.append(float(w @ (yp * he)) / (scale * math.sqrt(math.factorial(j))))
         return np.array(out)
-
-    from ..rules import HERMITE_MAX_ORDER
 
     ref = min(8 * order, HERMITE_MAX_ORDER)  # the largest usable rule (orders above 46 are checked against 370)
     if ref <= order:
@@ -105,6 +105,14 @@ class Plan:
     processes: int
 
 
+def _latent_size(latent: str, order: int, nlat: int, cuts) -> int:
+    """Nodes of the deterministic latent rule: order^nlat (Gauss-Hermite), order x pieces (x order with noise) for
+    Gauss-Legendre between the breakpoints."""
+    if latent == "gauss-hermite":
+        return order ** nlat
+    return order * (len(cuts) + 1) * (order if nlat == 2 else 1)
+
+
 def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
               bias_check, processes, fine_lags="auto") -> Plan:
     """The :class:`Plan` of a solve (docs/theory.md §3, numerics): latent rule with its accuracy check, response
@@ -119,20 +127,36 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = check_int("fine_lags", fine_lags, 2)
     nlat = k + (1 if lk.noisy else 0)
     latent_auto = None
+    from ..symbolic.links import link_breakpoints
+
+    cuts = link_breakpoints(lk)
     if latent == "auto":
         latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
         if latent == "gauss-hermite":
             q = order or (32 if nlat == 1 else 16)
-            err_q = hermite_moment_error(lk, q)
+            err_q = latent_moment_error(lk, q)
             latent_auto = f"Gauss-Hermite with {q} nodes per dimension: link moment error {err_q:.1e}"
-            if err_q > HERMITE_MOMENT_TOL:
+            if err_q > HERMITE_MOMENT_TOL and cuts:
+                err_l = latent_moment_error(lk, q, cuts)
+                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z); Gauss-Legendre with {q} "
+                                f"nodes on each piece between its breakpoints {', '.join(f'{c:.6g}' for c in cuts)}: "
+                                f"error {err_l:.1e}")
+                latent = "gauss-legendre" if err_l <= HERMITE_MOMENT_TOL else "monte-carlo"
+                if latent == "monte-carlo":
+                    latent_auto += f" > {HERMITE_MOMENT_TOL:g}: Monte-Carlo latents instead"
+            elif err_q > HERMITE_MOMENT_TOL:
                 latent = "monte-carlo"
-                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z): Monte-Carlo latents "
-                                "instead")
+                latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z, and its breakpoints are "
+                                "not known in closed form): Monte-Carlo latents instead")
         else:
             latent_auto = f"Monte-Carlo latents ({nlat} latent dimensions)"
-    if latent not in ("gauss-hermite", "monte-carlo"):
-        raise TheorykitError(f"latent must be 'auto', 'gauss-hermite' or 'monte-carlo', got {latent!r}")
+    if latent not in ("gauss-hermite", "gauss-legendre", "monte-carlo"):
+        raise TheorykitError(f"latent must be 'auto', 'gauss-hermite', 'gauss-legendre' or 'monte-carlo', got "
+                             f"{latent!r}")
+    if latent == "gauss-legendre" and not (cuts and lk.k == 1):
+        raise TheorykitError("latent='gauss-legendre' needs a single-index link with breakpoints in z known in closed "
+                             f"form (this link: k = {lk.k}, breakpoints {cuts or 'none'}); use 'gauss-hermite' for a "
+                             "smooth link or 'monte-carlo'")
     if response not in ("auto", "stein", "direct"):
         raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
     window = check_int("window", window, 0)
@@ -145,8 +169,8 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         # (docs/theory.md §3, theorykit.linear_gd) Stein at 20000 paths had the test loss 9% low, direct Jacobians on
         # the whole batch were within their standard error.  So direct whenever the whole batch fits.
         per_rep = max(1, paths // replicas)
-        if latent == "gauss-hermite":
-            Q_ = (order or (32 if nlat == 1 else 16)) ** nlat
+        if latent != "monte-carlo":
+            Q_ = _latent_size(latent, order or (32 if nlat == 1 else 16), nlat, cuts)
             n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
         else:
             n_est = 1 << int(math.log2(max(per_rep, 1)))
@@ -193,18 +217,18 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = None  # every source stays on the grid: the full estimator
     bytes_per_resp = _resp_bytes(T, m, fine_lags)
     resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
-    if latent == "gauss-hermite":
+    if latent != "monte-carlo":
         if nlat > 3:
             raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="
                                  f"'monte-carlo'")
         order = order or (32 if nlat == 1 else 16)
         check_int("order", order, 2)
-        Q = order ** nlat
+        Q = _latent_size(latent, order, nlat, cuts)
         per_node = pow2(per_replica // Q)
         want = response_paths if response_paths is not None else per_node * Q
         resp_per_node = max(2, pow2(min(per_node, want // Q, resp_cap // Q)))  # two halves: >= 2 per node
         per_node = max(per_node, resp_per_node)
-        batch_args = ("gauss-hermite", order, per_node, resp_per_node, 0, 0)
+        batch_args = (latent, order, per_node, resp_per_node, 0, 0)
         n_main, n_resp = per_node * Q, resp_per_node * Q
     else:
         n_main = pow2(per_replica)

@@ -98,7 +98,10 @@ class DMFTResult:
     replicas of the effective fraction of paths carrying the hard drift (see :func:`hard_tangents`); C_mu_init
     (T+1, kH, m, m): the part of C_mu grown from the initial overlap alone, P_t Sigma_0 P_t^T; v_eff (T+1,), m = 1
     only: C_mu Sigma_0 / C_mu_init on the first hard direction, the variance d Var(mu^t / P_t) of the effective
-    initial overlap (ratio of replica means; stderr["v_eff"] by jackknife over replicas); bias (with
+    initial overlap (ratio of replica means; stderr["v_eff"] by jackknife over replicas); V_eff (T+1, m, m), any m:
+    d Cov(P_t^-1 mu^t), the covariance of the effective initial overlap vector on the first hard direction
+    (:func:`theorykit.dynamics.hard_process.effective_overlap_covariance`; V_eff[:, 0, 0] = v_eff for m = 1;
+    stderr["V_eff"] by jackknife); bias (with
     ``bias_check``): {key: estimated finite-path bias of that output, "stderr": {key: its standard error}} for M,
     gram, train_loss, test_loss, C_theta_tt, C_mu.
     """
@@ -124,6 +127,7 @@ class DMFTResult:
     bias: Optional[dict] = None
     C_mu_init: Optional[np.ndarray] = None
     v_eff: Optional[np.ndarray] = None
+    V_eff: Optional[np.ndarray] = None
     problem: Optional[object] = None  # the theorykit.Problem solved (None if the ingredients have no spec string)
     laws: Optional[dict] = None  # t -> PathLaw at the times requested with keep_law_at
     excluded_masks: Optional[list] = None  # per replica: the paths excluded by the end (the scan mode unites them)

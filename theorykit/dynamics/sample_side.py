@@ -14,7 +14,6 @@ from ..symbolic.network import Derivatives
 from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
-from .plan import hermite_rule
 from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
 
 #: |r| or gram entries above this count as divergence
@@ -43,9 +42,12 @@ class Batch:
 def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int, n_mc: int, n_mc_resp: int,
                 rng) -> Batch:
     k = link.k
-    if latent == "gauss-hermite":
-        dim = k + (1 if link.noisy else 0)
-        nodes, w = hermite_rule(order, dim)
+    if latent in ("gauss-hermite", "gauss-legendre"):
+        from ..rules import latent_rule
+        from ..symbolic.links import link_breakpoints
+
+        rule = latent_rule(k, link.noisy, order, link_breakpoints(link) if latent == "gauss-legendre" else ())
+        nodes, w = rule.nodes, rule.weights
         Q = len(nodes)
         # path n = p * Q + q: the first resp_per_node * Q paths hold every node
         lat = np.tile(nodes, (per_node, 1))
@@ -367,12 +369,16 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             # the linear hard process on Stein kernels: the parameter-side recursion with R_u^zeta, C_u^zeta
             ph = ParameterSide(T, m, Sigma0, etas, delta, ridge)
             C_init = np.zeros((S, m, m))
+            P_half = np.zeros((S, m, m))
+            lam_s, B = np.linalg.eigh(0.5 * (Sigma0 + Sigma0.T))
+            B = B * np.sqrt(np.maximum(lam_s, 0.0))
             for t_ in range(S):
                 ph.advance(t_, Ru_h[j], Cu_h[j])
                 C_mu[t_, j] = ph.C[t_, t_]
                 C_init[t_] = ph.P[t_] @ Sigma0 @ ph.P[t_].T
+                P_half[t_] = ph.P[t_] @ B
             hard_info.append({"rank": 0, "residual_drives": 0, "exact_fraction": 1.0, "ess": np.full(S, np.nan),
-                              "C_init": C_init})
+                              "C_init": C_init, "P_half": P_half, "Sigma0_half": B})
             continue
         zeta = z @ hard_basis[:, j]
         C_mu[:, j], info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
@@ -385,6 +391,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
         "C_mu": C_mu, "hard_info": hard_info,
         "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH else np.zeros((S, 0, m, m))),
+        "P_half": (hard_info[0]["P_half"] if kH else np.zeros((S, m, m))),
+        "Sigma0_half": (hard_info[0]["Sigma0_half"] if kH else np.eye(m)),
         "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
@@ -396,7 +404,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         if S <= Kp:
             raise TheorykitError(f"the DMFT diverged during the spectral prefix (step {diverged})")
         for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "Ezu", "D_tail", "C_mu", "C_mu_init",
-                    "hard_ess"):
+                    "hard_ess", "P_half"):
             out[key] = out[key][Kp:]
         out["D_top"] = out["D_top"][Kp:]
         for key in ("C_theta", "R_theta", "C_u", "R_u"):

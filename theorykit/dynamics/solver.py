@@ -35,7 +35,9 @@ single-sample negative curvature), so C_mu becomes an average dominated by rare 
 Numerics:
 
 * The latent (z, eps) is integrated by a tensor Gauss-Hermite rule when k + [noisy] <= 2 ("gauss-hermite") and
-  only the Gaussian process w is sampled; otherwise (or on request) z is sampled ("monte-carlo").  Paths are the
+  only the Gaussian process w is sampled; a single-index link that jumps in z (Gauss-Hermite straddles the jump) by
+  Gauss-Legendre on the pieces between its breakpoints ("gauss-legendre", :func:`theorykit.rules.latent_rule`);
+  otherwise (or on request) z is sampled ("monte-carlo").  Paths are the
   pairs (node, w-path); an expectation is sum_n weight_n g_n.
 * w^t is drawn conditionally on w^{<t} from an incremental block Cholesky factor of C_theta + jitter I (the same
   jitter at every step, so the factor is that of one fixed positive-definite matrix; nothing is clamped unless the
@@ -153,7 +155,9 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     takes direct Jacobians on the whole batch whenever they fit (memory RESPONSE_MEMORY, cost DIRECT_AUTO_FLOPS),
     and bias_check="auto" is on whenever Stein's estimator is used, so that the reported standard error includes
     the estimated bias.  latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
-    default 32 in 1-D and 16 in 2-D), "monte-carlo" or "auto"; response_paths: paths per replica carrying the
+    default 32 in 1-D and 16 in 2-D), "gauss-legendre" (a single-index link with breakpoints in z: ``order`` nodes on
+    each piece between them; "auto" takes it when Gauss-Hermite misses the link's moments and it does not),
+    "monte-carlo" or "auto"; response_paths: paths per replica carrying the
     response functions with response="direct" (default: the whole batch if it fits in RESPONSE_MEMORY, else as many
     as fit); response: "auto", "stein" (R_u from Stein's lemma on the whole batch, O(t) per path per step) or
     "direct" (Jacobians propagated on a response batch, O(t^2)); with a kinked activation or loss only "stein" is
@@ -293,7 +297,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
             for i, s in enumerate(seeds)]
     if bias_check:
         # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
-        if batch_args[0] == "gauss-hermite":
+        if batch_args[0] != "monte-carlo":
             half = batch_args[:2] + (max(2, batch_args[2] // 2), max(2, batch_args[3] // 2)) + batch_args[4:]
             half = half[:2] + (max(half[2], half[3]),) + half[3:]
         else:
@@ -355,19 +359,25 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         bias["replica_stderr"] = {key: err[key].copy() for key in bias["stderr"]}
         for key in bias["stderr"]:
             err[key] = np.sqrt(err[key] ** 2 + bias[key] ** 2)
-    if hard_basis.shape[1] and hard_process and m == 1:
-        # v_eff = C_mu Sigma_0 / C_mu_init (first hard direction): ratio of replica means, jackknife standard error
-        num = np.stack([r["C_mu"][:S, 0, 0, 0] for r in results])
-        den = np.stack([r["C_mu_init"][:S, 0, 0, 0] for r in results])
-        s0 = float(Sigma0[0, 0])
+    if hard_basis.shape[1] and hard_process:
+        # V_eff = P_t^-1 C_mu P_t^-T (first hard direction), the covariance of the effective initial overlap
+        # (hard_process.effective_overlap_covariance; m = 1: C_mu Sigma_0 / C_mu_init): from the replica means,
+        # jackknife standard error over replicas; v_eff = V_eff[:, 0, 0] for m = 1
+        from .hard_process import effective_overlap_covariance
 
-        def ratio(nu, de):
-            return nu * s0 / np.maximum(de, 1e-300)
+        parts = [np.stack([r[key][:S, 0] if key in ("C_mu", "C_mu_init") else r[key][:S] for r in results])
+                 for key in ("C_mu", "P_half", "C_mu_init")]
+        B = results[0]["Sigma0_half"]
 
-        mean["v_eff"] = ratio(num.mean(0), den.mean(0))
+        def veff(idx):
+            return effective_overlap_covariance(*(q[idx].mean(0) for q in parts[:2]), B, parts[2][idx].mean(0))
+
         R = len(results)  # >= 2 (checked)
-        jk = np.stack([ratio(np.delete(num, i, 0).mean(0), np.delete(den, i, 0).mean(0)) for i in range(R)])
-        err["v_eff"] = np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
+        mean["V_eff"] = veff(np.arange(R))
+        jk = np.stack([veff(np.delete(np.arange(R), i)) for i in range(R)])
+        err["V_eff"] = np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
+        if m == 1:
+            mean["v_eff"], err["v_eff"] = mean["V_eff"][:, 0, 0], err["V_eff"][:, 0, 0]
     tails = np.stack([r["D_tail"][:S] for r in results])
     D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
     err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(replicas)])
@@ -433,7 +443,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         "schedule": (None if schedule is None else etas.tolist()),
         "Sigma0": Sigma0.tolist(), "M0": M0.tolist(), "k": k, "hard_dim": int(hard_basis.shape[1]),
         "hard_basis": hard_basis.tolist(), "latent": latent, "latent_auto": latent_auto,
-        "order": (order if latent == "gauss-hermite" else None),
+        "order": (order if latent != "monte-carlo" else None),
         "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
         "bias_check": (None if not bias_check else f"{replicas} more replicas of {int(halves[0]['N'])} paths each; "
                        "bias = their mean - the reported mean (the finite-path bias if it scales like 1/paths)"),
@@ -487,13 +497,14 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         from .result import PathLaw
 
         laws = {t_: PathLaw.combine(t_, [r_["laws"][t_] for r_ in results], hard_basis,
-                                    latent + (f" ({order} nodes per dimension)" if latent == "gauss-hermite" else ""))
+                                    latent + ({"gauss-hermite": f" ({order} nodes per dimension)",
+                                               "gauss-legendre": f" ({order} nodes per piece)"}.get(latent, "")))
                 for t_ in keep_law_at if all(t_ in r_["laws"] for r_ in results)}
     return DMFTResult(problem=problem, method=method, laws=laws, excluded_masks=[r_["excluded_mask"] for r_ in results],
         status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
         seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
-        hard_reliable_until=reliable, bias=bias, v_eff=mean.get("v_eff"),
+        hard_reliable_until=reliable, bias=bias, v_eff=mean.get("v_eff"), V_eff=mean.get("V_eff"),
         per_replica={key: np.stack([r_[key][:S] for r_ in results]) for key in ("M", "C_theta_tt")},
         hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))

@@ -383,6 +383,24 @@ def _orthonormal(U: sp.Matrix, k: int):
 
 
 # ------------------------------------------------------------------------------------------------ front door
+@functools.lru_cache(maxsize=128)
+def _breakpoints_cached(lk: Link) -> tuple:
+    from .gaussian import NotClosed, breakpoints
+
+    if lk.k != 1:
+        return ()
+    try:
+        return tuple(float(sp.N(p)) for p in breakpoints(lk.expr, lk.latent[0]))
+    except (NotClosed, TypeError, ValueError):
+        return ()
+
+
+def link_breakpoints(lk: Link) -> list:
+    """Where a single-index link's response jumps or kinks in z (floats, sorted; [] when smooth, multi-index, or when
+    the breakpoints depend on the noise or have no closed form) -- the cuts of :func:`theorykit.rules.latent_rule`."""
+    return list(_breakpoints_cached(lk))
+
+
 def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
     """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link).
 
