@@ -26,7 +26,7 @@ Public API (everything else is implementation):
     capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
-    finite_d, FiniteD                 at your d and horizon (m = 1): P(GD captures the hard direction by t) for every t,
+    finite_d, FiniteD                 at your d and horizon (m = 1, 2): P(GD captures the hard direction by t) for every t,
                                       the midpoint delta_1/2(d, T) and escape times t_1/2(delta, d) (docs/theory.md §5)
     check, CheckResult                a hand calculation checked: a claimed closed form (Hermite coefficient, Gaussian
                                       expectation in sigma and its derivatives, delta_alg, exponent, t <= 1 DMFT

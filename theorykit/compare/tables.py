@@ -228,6 +228,19 @@ def open_case_table(args, root: Optional[str], name: str) -> str:
     return stem
 
 
+def parse_case_table(ap, argv, root: Optional[str], name: str, cases: list = (), quick: list = ()) -> tuple:
+    """Parse a cached-case table script's arguments (``ap`` holds its own; the shared ones are added here) and open
+    its table: (args, stem, root, the cases to run -- ``quick`` with --quick, else ``cases``, filtered by --cases on
+    their first entry)."""
+    add_case_table_arguments(ap, name)
+    args = ap.parse_args(argv)
+    stem = open_case_table(args, root, name)
+    chosen = list(quick if args.quick else cases)
+    if args.cases:
+        chosen = [c for c in chosen if c[0] in args.cases.split(",")]
+    return args, stem, root or os.getcwd(), chosen
+
+
 def now() -> datetime.datetime:
     """The local time with its zone (for ``started``)."""
     return datetime.datetime.now().astimezone()

@@ -286,7 +286,7 @@ def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test:
     return n, n_test
 
 
-def _draw(problem: Problem, d: int, n: int, n_test: int, seed: int):
+def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int):
     """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER)."""
     lk, m = problem.link_obj, problem.m
     k = lk.k
@@ -315,11 +315,11 @@ def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED):
     n = int(round(problem.delta * d))
     if n < 1:
         raise TheorykitError("n = round(delta * d) = 0 samples: raise delta or d")
-    _, X, y, _, _ = _draw(problem, d, n, 1, seed)
+    _, X, y, _, _ = draw_instance(problem, d, n, 1, seed)
     return X, y
 
 
-def _orth_overlap(Mt: np.ndarray, gram: np.ndarray, target: np.ndarray) -> float:
+def subspace_overlap(Mt: np.ndarray, gram: np.ndarray, target: np.ndarray) -> float:
     """||P_target U_top||_F^2 / q from M_t = Theta*^T Theta (k, m) and gram (m, m); target (k, q) orthonormal."""
     q = target.shape[1]
     if q == 0:
@@ -544,7 +544,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     hard_dirs = np.zeros((d, kH))
     hard_dirs[:k] = hard_basis  # Theta* @ hard_basis with Theta* = first k axes
 
-    theta, X, y, X_test, y_test = _draw(problem, d, n, n_test, seed)
+    theta, X, y, X_test, y_test = draw_instance(problem, d, n, n_test, seed)
 
     spectral_eigenvalues = None
     if init == "spectral":
@@ -626,7 +626,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 M_hist[t] = theta[:k]
                 gram_hist[t] = gram
                 train[t], test[t] = tr, te
-                overlap[t] = _orth_overlap(theta[:k], gram, target)
+                overlap[t] = subspace_overlap(theta[:k], gram, target)
                 if hessian_every and t % hessian_every == 0:
                     h = _hessian(hessian_fn, X, derivs, ridge, hard_dirs if kH else None, k_eig,
                                  hessian_method)
