@@ -55,6 +55,25 @@ def _rays_m2(angles, r_of):
     return [(a, _curve([r_of(a)], [[r_of(a)]], [0.8])) for a in angles]
 
 
+def test_capture_probabilities_a_ray_that_never_captures():
+    """m = 2: a ray that never captures (1/m* = 0) between rays that do: m* grows like 1/|angle| towards it, so the
+    directions next to it still capture a large overlap -- P is the circle average of chi2_2 tails with 1/m* linear in
+    the angle, above what the half of the circle next to the capturing rays alone gives."""
+    from scipy.integrate import quad
+
+    V = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    never = _curve([None], [[None]], [0.3])
+    rays = [(math.pi / 4, never), (math.pi / 2, _curve([0.1], [[0.1]], [0.8])),
+            (3 * math.pi / 4, _curve([0.1], [[0.1]], [0.8]))]
+    d = 400
+    P, lo, hi = _capture_probabilities(rays, True, True, V, 0 * V, 0, d)
+    # on [pi/4, pi/2]: 1/m* = 10 (phi - pi/4) / (pi/4); on [pi/2, 3pi/4]: 10; the rest by the symmetries
+    f = lambda p: chi2.sf(d * (((p - math.pi / 4) / (math.pi / 4) * 10) ** -2 if p > math.pi / 4 else np.inf), 2)  # noqa: E731
+    want = (quad(f, math.pi / 4, math.pi / 2)[0] + chi2.sf(d * 0.01, 2) * math.pi / 4) / (math.pi / 2)
+    assert P[0] == pytest.approx(want, rel=2e-3)
+    assert P[0] > 0.5 * chi2.sf(d * 0.01, 2) * 1.1 and lo[0] <= P[0] <= hi[0]
+
+
 def test_capture_probabilities_width_two_isotropic_is_chi2_2():
     """m = 2 with V = v I and the same m* on every ray: mu_eff's length^2 is v chi2_2 / d, so P = P(chi2_2 >
     d m*^2 / v) -- and the same from the rays of the smallest fundamental domain with both symmetries."""
@@ -70,8 +89,8 @@ def test_capture_probabilities_width_two_isotropic_is_chi2_2():
 def test_capture_probabilities_width_two_against_sampling():
     """m = 2, an anisotropic V_eff and an m* that depends on the ray's angle (with the symmetries phi -> phi + pi and
     phi -> pi/2 - phi, as for equal neurons and an even link): P from the rays on [pi/4, 3pi/4] equals the fraction
-    of sampled mu_eff ~ N(0, V / d) beyond m*(their angle) (m* interpolated the same way, so only the circle average
-    and the symmetry images are tested), to 3 standard errors."""
+    of sampled mu_eff ~ N(0, V / d) beyond m*(their angle) (1/m* interpolated the same way, so only the circle
+    average and the symmetry images are tested), to 3 standard errors."""
     from theorykit.thresholds import _ray_angles
 
     V = np.array([[[2.0, -0.8], [-0.8, 1.2]]])
@@ -81,11 +100,11 @@ def test_capture_probabilities_width_two_against_sampling():
     rng = np.random.default_rng(1)
     mu = rng.multivariate_normal([0, 0], V[0] / 400, size=200_000)
     phi = np.arctan2(mu[:, 1], mu[:, 0])
-    # the piecewise-linear ln m* on the rays' images over the whole circle, as the construction does
+    # the piecewise-linear capture strength 1/m* on the rays' images over the whole circle, as the construction does
     xs = np.concatenate([angles + s for s in (0, math.pi)] + [math.pi / 2 - angles + s for s in (0, math.pi)]) % (2 * math.pi)
-    ys = np.log(np.tile(r_of(angles), 4))
+    ys = 1.0 / np.tile(r_of(angles), 4)
     o = np.argsort(xs)
-    r = np.exp(np.interp(phi % (2 * math.pi), xs[o], ys[o], period=2 * math.pi))
+    r = 1.0 / np.interp(phi % (2 * math.pi), xs[o], ys[o], period=2 * math.pi)
     frac = float(np.mean(np.hypot(mu[:, 0], mu[:, 1]) > r))
     assert abs(P[0] - frac) < 3 * math.sqrt(frac * (1 - frac) / len(mu)) + 1e-3
 

@@ -549,8 +549,8 @@ class FiniteD:
 FINITE_D_RAYS = 5
 #: directions of the standard normal on the circle averaged over for P at m = 2 (a periodic trapezoid rule)
 _CIRCLE_POINTS = 720
-#: ln m* stands in for "never captured" (above the ladder) and "always captured" (below it) when rays are interpolated
-_LN_NEVER, _LN_ALWAYS = math.log(1e3), math.log(1e-12)
+#: 1/m* stands in for "always captured" (below the ladder) when rays are interpolated; "never captured" (above it) is 0
+_S_ALWAYS = 1e12
 
 
 def _symmetries(problem) -> tuple:
@@ -601,18 +601,19 @@ def _orbit(angle: float, flip: bool, swap: bool) -> list:
 
 
 def _ray_star(curve: dict, t: int) -> tuple:
-    """(ln m*, ln of its smallest and largest over the replicas) of one ray at time t, with the ladder's ends where
-    m* is outside it (never captured: _LN_NEVER, band down to the top rung; captured from the bottom rung:
-    _LN_ALWAYS, band up to the bottom rung)."""
+    """(1/m*, 1/ its smallest and 1/ its largest over the replicas) of one ray at time t: the capture strength, which
+    is interpolated between rays (0 on a ray that never captures, where m* grows like 1/|angle - its angle|).  Outside
+    the ladder: never captured gives 0 with the band up to the top rung's 1/m0; captured from the bottom rung gives
+    _S_ALWAYS with the band down to the bottom rung's 1/m0."""
     m0s = curve["m0s"]
     cos2 = np.asarray(curve["cos2"], dtype=float)[:, t]
     ms = curve["m_star"][t]
     if ms is None:
         if np.all(cos2 < 0.5) or np.isnan(cos2).any():
-            return _LN_NEVER, math.log(m0s[-1]), _LN_NEVER
-        return _LN_ALWAYS, _LN_ALWAYS, math.log(m0s[0])
+            return 0.0, 1.0 / m0s[-1], 0.0
+        return _S_ALWAYS, _S_ALWAYS, 1.0 / m0s[0]
     reps = [r[t] for r in curve["m_star_replicas"] if r[t] is not None] + [ms]
-    return math.log(ms), math.log(min(reps)), math.log(max(reps))
+    return 1.0 / ms, 1.0 / min(reps), 1.0 / max(reps)
 
 
 def _capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_se: np.ndarray, t_match: int,
@@ -621,8 +622,9 @@ def _capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_
     with the horizon t).  The effective initial overlap vector is mu_eff = B g / sqrt(d), g ~ N(0, I_m), B B^T =
     V = V_eff(min(t, t_match)); it is captured by t iff its length exceeds m*(t) on its ray.  With g = rho w (w
     uniform on the sphere, rho^2 ~ chi2_m): P(t) = mean over w of P(chi2_m > d m*(t; B w)^2 / |B w|^2), over w =
-    +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; ln m* interpolated
-    linearly in the angle between the rays and their images under the symmetries).  The band takes every ray's
+    +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; the capture strength
+    1/m* interpolated linearly in the angle between the rays and their images under the symmetries, 0 on a ray that
+    never captures).  The band takes every ray's
     smallest and largest m*(t) over the replicas and V scaled by 1 -+ 2 relative standard errors (Frobenius)."""
     from scipy.stats import chi2
 
@@ -653,9 +655,9 @@ def _capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_
                     xs.append(a)
                     ys.append(st[which])
             order = np.argsort(xs)
-            ln_r = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
-            r2 = np.where(ln_r <= _LN_ALWAYS + 1e-9, 0.0, np.exp(2 * ln_r))
-            r2 = np.where(ln_r >= _LN_NEVER - 1e-9, np.inf, r2)
+            strength = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
+            with np.errstate(divide="ignore"):
+                r2 = np.where(strength >= _S_ALWAYS * (1 - 1e-9), 0.0, 1.0 / strength ** 2)
             out.append(float(np.mean(chi2.sf(d * r2 / (fac * scale2), m))))
         P[t], lo[t], hi[t] = out
     return P, lo, hi
