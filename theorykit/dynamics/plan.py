@@ -105,12 +105,12 @@ class Plan:
     processes: int
 
 
-def _latent_size(latent: str, order: int, nlat: int, cuts) -> int:
-    """Nodes of the deterministic latent rule: order^nlat (Gauss-Hermite), order x pieces (x order with noise) for
-    Gauss-Legendre between the breakpoints."""
-    if latent == "gauss-hermite":
-        return order ** nlat
-    return order * (len(cuts) + 1) * (order if nlat == 2 else 1)
+def _latent_size(latent: str, order: int, lk, cuts) -> int:
+    """Nodes of the deterministic latent rule that :func:`theorykit.dynamics.sample_side.make_batch` builds
+    (:func:`theorykit.rules.latent_rule`; Gauss-Legendre cut at the link's breakpoints ``cuts``)."""
+    from ..rules import latent_rule
+
+    return latent_rule(lk.k, lk.noisy, order, cuts if latent == "gauss-legendre" else ()).size
 
 
 def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
@@ -170,7 +170,7 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         # the whole batch were within their standard error.  So direct whenever the whole batch fits.
         per_rep = max(1, paths // replicas)
         if latent != "monte-carlo":
-            Q_ = _latent_size(latent, order or (32 if nlat == 1 else 16), nlat, cuts)
+            Q_ = _latent_size(latent, order or (32 if nlat == 1 else 16), lk, cuts)
             n_est = max(1, 1 << int(math.log2(max(per_rep // Q_, 1)))) * Q_
         else:
             n_est = 1 << int(math.log2(max(per_rep, 1)))
@@ -223,7 +223,7 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
                                  f"'monte-carlo'")
         order = order or (32 if nlat == 1 else 16)
         check_int("order", order, 2)
-        Q = _latent_size(latent, order, nlat, cuts)
+        Q = _latent_size(latent, order, lk, cuts)
         per_node = pow2(per_replica // Q)
         want = response_paths if response_paths is not None else per_node * Q
         resp_per_node = max(2, pow2(min(per_node, want // Q, resp_cap // Q)))  # two halves: >= 2 per node
