@@ -2,19 +2,28 @@
 
     python benchmarks/bench_gd_step.py [--repeats 21] [--out tables/gd_step_bench.md]
 
-The step is memory-bound (m <= 8 columns: 2m flops per 8 bytes of X), so its floor is one streaming read of X
-(n x d float64), timed here as a row sum by the fused kernel's own threads (numba, every core).  For each shape it times, interleaved round
-by round so that a busy neighbour slows every column alike:
+With m <= 8 columns a step does 4m flops per 8 bytes of X, so on most machines its floor is one streaming read of X
+(n x d float64), timed here as a row sum by the fused kernel's own threads (numba, every core).  Where the cores are
+slow against memory the arithmetic can cost as much as the read (measured here: at m = 4 on this 2-core VM), so the
+benchmark also measures the compute-bound floor, the step's 4 n d m flops at the machine's DGEMM rate, and the fused
+kernel's own arithmetic with X in cache.  For each shape it times, interleaved round by round so that a busy neighbour
+slows every column alike (the one-pass kernels first, then the BLAS paths, then a pause: OpenBLAS's threads
+busy-wait after a call and would slow whatever runs next):
 
-* floor: one read of X;
+* floor: one read of X; GEMM floor: 4 n d m flops at the rate of a GEMM_N^2 DGEMM; compute: the fused kernel on a
+  cache-resident block of CACHE_ROWS rows, repeated to n rows of work;
 * fused step: ``FusedStep.step`` (theorykit/referee/_fused.py), one pass over X: loss sum and X^T F;
+* fused step on X stored in float32 (simulate's ``storage="float32"``: float64 arithmetic, half the bytes), against
+  the same float64 floor, and the float32 read of X beside it;
 * numpy step: ``net.evaluate(X @ theta, y)`` and ``X.T @ F``, the kernel="numpy" path;
 * matmuls alone: ``X @ theta`` + ``X.T @ F`` with NumPy's BLAS (no evaluation);
 * whole simulate() iteration per step (fused and numpy; test loss on n_test = n fresh samples, so two matrices
   are read: its floor is two reads), from two runs of different length (their difference / the extra steps).
 
-It reports medians over the rounds (and the minimum), and the ratio of each to the floor (goal: fused step <= 2x).
-Then both kernels run the same --seeds seeds near a threshold (success fractions and equal escape times).
+It reports medians over the rounds (and the minimum), and the ratio of each to the floor (goal: fused step <= 2x the
+physical floor, max(read, GEMM floor)).
+Then both kernels, and the fused kernel on float32 storage, run the same --seeds seeds near a threshold (success
+fractions and equal escape times).
 Setting: gelu, phase retrieval, square loss.
 """
 import argparse
@@ -24,6 +33,8 @@ import time
 
 import numpy as np
 
+#: seconds of pause after the BLAS timings (OpenBLAS's threads busy-wait after a call and would slow the next timing)
+SETTLE = 2.0
 SHAPES = [(6000, 1000, 4), (6000, 1000, 1), (6000, 1000, 2), (16000, 1000, 2), (4000, 400, 1)]
 
 
@@ -56,6 +67,44 @@ def _floor_kernel():
     return read_once
 
 
+#: size of the square DGEMM (BLAS, every core) whose rate gives the compute floor: the step's 4 n d m flops at that rate
+GEMM_N = 1024
+#: rows of the cache-resident block of the compute floor (64 x d float64: 512 KB at d = 1000, inside one core's L2)
+CACHE_ROWS = 64
+
+
+def _compute_floor(fused, X, y, theta):
+    """The fused step's arithmetic without the memory traffic: the same kernel, by the same threads, on a block of
+    CACHE_ROWS rows of X that stays in each core's cache, repeated until it has done n rows' work.  The step cannot
+    beat max(read, compute); with no overlap between them it takes read + compute."""
+    import numba
+
+    from theorykit.referee._fused import _pool
+
+    kernel = fused._kernel
+    n, d = X.shape
+    m = theta.shape[1]
+    rows = min(CACHE_ROWS, n)
+    Xc = np.ascontiguousarray(X[:rows])
+    yc = np.ascontiguousarray(y[:rows])
+    thT = np.ascontiguousarray(theta.T)
+    workers = fused.threads
+    reps = max(1, round(n / (rows * workers)))
+    bufs = [(np.empty((1, m, d)), np.empty(1)) for _ in range(workers)]
+
+    @numba.njit(nogil=True)
+    def repeat(kernel, Xc, yc, thT, am, b, G, L, reps):
+        for _ in range(reps):
+            kernel(Xc, yc, thT, am, b, G, L, 1, True, 0, 1)
+
+    def run():
+        list(_pool(workers).map(lambda w: repeat(kernel, Xc, yc, thT, fused.am, fused.b, bufs[w][0], bufs[w][1],
+                                                 reps), range(workers)))
+
+    run()  # compile
+    return run
+
+
 def timed(fn):
     t0 = time.perf_counter()
     fn()
@@ -75,48 +124,80 @@ def main(argv=None):
 
     read_once = _floor_kernel()
     rows = []
+    GA, GB = np.random.default_rng(1).standard_normal((2, GEMM_N, GEMM_N))  # the machine's DGEMM rate
     for n, d, m in SHAPES:
         net = tk.Network("gelu", "square", m)
         rng = np.random.default_rng(0)
         X = rng.standard_normal((n, d))
+        X32 = X.astype(np.float32)
         y = X[:, 0] ** 2
         theta = rng.standard_normal((d, m)) / np.sqrt(d)
         F = rng.standard_normal((n, m))
         fused, why = fused_kernel(net)
         if fused is None:
             sys.exit(f"fused kernel not available: {why}")
-        cols = {"floor": lambda: read_once(X), "fused": lambda: fused.step(X, y, theta),
-                "numpy": lambda: X.T @ net.evaluate(X @ theta, y).F, "matmuls": lambda: (X @ theta, X.T @ F)}
-        for fn in cols.values():
-            fn()  # warm up (compilation, lambdify caches)
+        one_pass = {"floor": lambda: read_once(X), "fused": lambda: fused.step(X, y, theta),
+                    "fused32": lambda: fused.step(X32, y, theta), "floor32": lambda: read_once(X32),
+                    "compute": _compute_floor(fused, X, y, theta), "compute32": _compute_floor(fused, X32, y, theta)}
+        blas = {"floor": lambda: read_once(X), "numpy": lambda: X.T @ net.evaluate(X @ theta, y).F,
+                "matmuls": lambda: (X @ theta, X.T @ F), "gemm": lambda: GA @ GB}
+        cols = {**one_pass, **blas}
         times = {k: [] for k in cols}
-        ratios = {"fused": [], "numpy": []}
-        for _ in range(args.repeats):
-            for k, fn in cols.items():
-                times[k].append(timed(fn))
-            # the ratio within the round: this VM's bandwidth drifts by tens of percent between rounds, so each step
-            # is divided by the floor measured next to it (before and after), and the median of those ratios is kept
-            after = timed(cols["floor"])
-            for k in ratios:
-                ratios[k].append(times[k][-1] / (0.5 * (times["floor"][-1] + after)))
+        ratios = {"fused": [], "numpy": [], "fused32": [], "floor32": [], "compute": [], "compute32": []}
+        sums = {"": [], "32": []}
+        # two phases, each interleaved round by round with the floor: first the one-pass kernels, then the BLAS paths
+        # (OpenBLAS's threads busy-wait after a call and slow whatever runs in the next ~0.1-1 s; measured: the fused
+        # step 3.7 -> 6.7 ms right after BLAS calls), with a pause of SETTLE seconds after every BLAS phase
+        for phase in (one_pass, blas):
+            for fn in phase.values():
+                fn()  # warm up (compilation, lambdify caches)
+            for _ in range(args.repeats):
+                for k, fn in phase.items():
+                    times[k].append(timed(fn))
+                # the ratio within the round: this VM's bandwidth drifts by tens of percent between rounds, so each
+                # step is divided by the floor measured next to it (before and after), and the median is kept
+                after = timed(phase["floor"])
+                floor = 0.5 * (times["floor"][-1] + after)
+                for k in ratios:
+                    if k in phase:
+                        ratios[k].append(times[k][-1] / floor)
+                if "compute" in phase:  # the step against read + compute (no overlap) and against max(read, compute)
+                    for sfx, fl in (("", floor), ("32", times["floor32"][-1])):
+                        c = times["compute" + sfx][-1]
+                        sums[sfx].append(times["fused" + sfx][-1] / (fl + c))
+        time.sleep(SETTLE)
         med = {k: float(np.median(v)) for k, v in times.items()}
         low = {k: float(np.min(v)) for k, v in times.items()}
         row = {"n": n, "d": d, "m": m, **{f"{k}_ms": 1e3 * med[k] for k in cols},
                **{f"{k}_min_ms": 1e3 * low[k] for k in cols},
                "fused_over_floor": float(np.median(ratios["fused"])),
                "fused_over_floor_iqr": [float(v) for v in np.percentile(ratios["fused"], [25, 75])],
-               "numpy_over_floor": float(np.median(ratios["numpy"]))}
+               "numpy_over_floor": float(np.median(ratios["numpy"])),
+               "fused32_over_floor": float(np.median(ratios["fused32"])),
+               "fused32_over_floor_iqr": [float(v) for v in np.percentile(ratios["fused32"], [25, 75])],
+               "floor32_over_floor": float(np.median(ratios["floor32"])),
+               "compute_over_floor": float(np.median(ratios["compute"])),
+               "compute32_over_floor": float(np.median(ratios["compute32"])),
+               "fused_over_sum": float(np.median(sums[""])), "fused32_over_sum": float(np.median(sums["32"])),
+               "gemm_gflops": 2 * GEMM_N ** 3 / med["gemm"] / 1e9}
+        row["gemm_floor_ms"] = 1e3 * 4 * n * d * m / (row["gemm_gflops"] * 1e9)
+        row["fused_over_physical"] = row["fused_ms"] / max(row["floor_ms"], row["gemm_floor_ms"])
         if not args.no_full:
-            for kernel in ("fused", "numpy"):
-                kw = dict(delta=n / d, d=d, eta=1e-3, n_test=n, seed=0, kernel=kernel)
+            for name, kernel, storage in (("fused", "fused", "float64"), ("fused32", "fused", "float32"),
+                                          ("numpy", "numpy", "float64")):  # BLAS last (see SETTLE)
+                kw = dict(delta=n / d, d=d, eta=1e-3, n_test=n, seed=0, kernel=kernel, storage=storage)
                 tk.simulate("gelu", "phase-retrieval", "square", m, steps=1, **kw)  # warm up (symbolic set-up)
                 short = timed(lambda: tk.simulate("gelu", "phase-retrieval", "square", m, steps=5, **kw))
                 long_ = timed(lambda: tk.simulate("gelu", "phase-retrieval", "square", m, steps=45, **kw))
-                row[f"iter_{kernel}_ms"] = 1e3 * (long_ - short) / 40
+                row[f"iter_{name}_ms"] = 1e3 * (long_ - short) / 40
             row["iter_fused_over_floor2"] = row["iter_fused_ms"] / (2 * row["floor_ms"])
+            row["iter_fused32_over_floor2"] = row["iter_fused32_ms"] / (2 * row["floor_ms"])
+            time.sleep(SETTLE)
         rows.append(row)
         print(f"n={n} d={d} m={m}: floor {row['floor_ms']:.2f} ms, fused {row['fused_ms']:.2f} "
-              f"({row['fused_over_floor']:.2f}x), numpy {row['numpy_ms']:.2f} ({row['numpy_over_floor']:.2f}x), "
+              f"({row['fused_over_floor']:.2f}x; in-cache compute {row['compute_over_floor']:.2f}x, fused / (read + "
+              f"compute) {row['fused_over_sum']:.2f}), fused on float32 X {row['fused32_ms']:.2f} "
+              f"({row['fused32_over_floor']:.2f}x; / (f32 read + compute) {row['fused32_over_sum']:.2f}), numpy {row['numpy_ms']:.2f} ({row['numpy_over_floor']:.2f}x), "
               f"matmuls {row['matmuls_ms']:.2f}" + ("" if args.no_full else
               f"; simulate per step: fused {row['iter_fused_ms']:.2f}, numpy {row['iter_numpy_ms']:.2f}"),
               flush=True)
@@ -125,23 +206,34 @@ def main(argv=None):
         _write(args, rows, agree)
 
 
+#: deltas of the agreement check: near the middle of the transition (success ~0.4) and above it (~0.95)
+AGREE_DELTAS = (6.0, 8.0)
+
+
 def _agreement(seeds):
-    """Both kernels over the same seeds near a threshold (bounded setting, GD's escape is chaotic in the initial
-    condition there): success counts, and in how many runs the escape time is the same."""
+    """Both kernels, and the fused kernel on X stored in float32, over the same seeds near a threshold (bounded
+    setting, GD's escape is chaotic in the initial condition there): success counts per delta, and in how many runs
+    the escape time is the same as the fused float64 run's."""
     import theorykit as tk
 
     kw = dict(activation="gelu", link="sign-symmetric", loss="logistic", width=1, d=300, steps=400, eta=1.0,
               processes=1)
-    out = {"setting": "gelu, sign-symmetric, logistic, m = 1, d = 300, delta = 8, 400 steps", "seeds": seeds}
+    out = {"setting": "gelu, sign-symmetric, logistic, m = 1, d = 300, 400 steps", "seeds": seeds, "deltas": []}
     t0 = time.perf_counter()
-    runs = {k: tk.sweep([8.0], range(seeds), kernel=k, **kw) for k in ("fused", "numpy")}
+    variants = {"fused": dict(kernel="fused"), "numpy": dict(kernel="numpy"),
+                "float32": dict(kernel="fused", storage="float32")}
+    for delta in AGREE_DELTAS:
+        runs = {k: tk.sweep([delta], range(seeds), **v, **kw) for k, v in variants.items()}
+        row = {"delta": delta, **{k: int(df["success"].sum()) for k, df in runs.items()}}
+        a = runs["fused"]["escape_time"].to_numpy()
+        for k in ("numpy", "float32"):
+            c = runs[k]["escape_time"].to_numpy()
+            row[f"same_{k}"] = int(np.sum((a == c) | (np.isnan(a) & np.isnan(c))))
+        out["deltas"].append(row)
+        print(f"delta = {delta}, {seeds} seeds: successes fused {row['fused']}, numpy {row['numpy']}, fused on "
+              f"float32 X {row['float32']}; same escape time as fused in {row['same_numpy']} (numpy) and "
+              f"{row['same_float32']} (float32) runs", flush=True)
     out["seconds"] = time.perf_counter() - t0
-    for k, df in runs.items():
-        out[k] = int(df["success"].sum())
-    a, b = runs["fused"]["escape_time"].to_numpy(), runs["numpy"]["escape_time"].to_numpy()
-    out["same_escape"] = int(np.sum((a == b) | (np.isnan(a) & np.isnan(b))))
-    print(f"{seeds} seeds: successes fused {out['fused']}, numpy {out['numpy']}; same escape time in "
-          f"{out['same_escape']} runs", flush=True)
     return out
 
 
@@ -153,32 +245,54 @@ def _write(args, rows, agree):
              f"Regenerate: `{cmd}`", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
              f" Medians over {args.repeats} interleaved rounds (min in brackets), ms. gelu, phase retrieval, square loss.",
-             "floor = one streaming read of X (n x d float64, a row sum by the fused kernel's threads); fused = theorykit's one-pass step "
-             "(kernel=\"fused\"); numpy = evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
+             "floor = one streaming read of X (n x d float64, a row sum by the fused kernel's threads); GEMM floor = "
+             "the step's 4 n d m flops at this machine's DGEMM rate (a 1024 x 1024 BLAS product on every core, timed "
+             "in the same run); the physical floor is the larger of the two.  compute = the fused kernel's own "
+             "arithmetic with X in cache (the same kernel and threads on a 64-row block repeated to n rows): the step "
+             "cannot beat max(floor, compute), and with no overlap of memory and arithmetic it takes floor + compute.  "
+             "fused = theorykit's one-pass step "
+             "(kernel=\"fused\"); fused f32 = the same on X stored in float32 (storage=\"float32\", float64 arithmetic), "
+             "its ratio to the same float64 floor, and the float32 read of X / floor beside it; numpy = evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
              "simulate per step: a whole recorded iteration (with the test loss on n_test = n fresh samples: two "
              "matrices read, floor 2x).  fused / floor and numpy / floor: the median over the rounds of the step's "
              "time over the floor measured next to it (the mean of a read just before and just after), with the "
-             "quartiles of that ratio for the fused step; this VM's memory bandwidth drifts by tens of percent "
+             "quartiles of that ratio for the fused steps (the other ratios are of the medians); this VM's memory bandwidth drifts by tens of percent "
              "between rounds, so a ratio of two medians taken apart is not reliable.", "",
-             "| n | d | m | floor | fused step | fused / floor [quartiles] | numpy step | numpy / floor | matmuls alone |"
-             + ("" if args.no_full else " simulate/step fused | numpy | fused / (2 floor) |"),
-             "|---|---|---|---|---|---|---|---|---|" + ("" if args.no_full else "---|---|---|")]
+             "| n | d | m | floor | GEMM floor | fused step | fused / floor [quartiles] | fused / max(floor, GEMM floor) "
+             "| compute / floor | fused / (floor + compute) "
+             "| fused f32 | fused f32 / floor [quartiles] | f32 read / floor | compute f32 / floor "
+             "| fused f32 / (f32 read + compute f32) | numpy step | numpy / floor | matmuls alone |"
+             + ("" if args.no_full else " simulate/step fused | numpy | fused f32 | fused / (2 floor) | fused f32 / (2 floor) |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("" if args.no_full else "---|---|---|---|---|")]
     for r in rows:
         line = (f"| {r['n']} | {r['d']} | {r['m']} | {r['floor_ms']:.2f} ({r['floor_min_ms']:.2f}) | "
+                f"{r['gemm_floor_ms']:.2f} | "
                 f"{r['fused_ms']:.2f} ({r['fused_min_ms']:.2f}) | {r['fused_over_floor']:.2f} "
                 f"[{r['fused_over_floor_iqr'][0]:.2f}, {r['fused_over_floor_iqr'][1]:.2f}] | "
+                f"{r['fused_over_physical']:.2f} | {r['compute_over_floor']:.2f} | {r['fused_over_sum']:.2f} | "
+                f"{r['fused32_ms']:.2f} ({r['fused32_min_ms']:.2f}) | {r['fused32_over_floor']:.2f} "
+                f"[{r['fused32_over_floor_iqr'][0]:.2f}, {r['fused32_over_floor_iqr'][1]:.2f}] | "
+                f"{r['floor32_over_floor']:.2f} | {r['compute32_over_floor']:.2f} | {r['fused32_over_sum']:.2f} | "
                 f"{r['numpy_ms']:.2f} ({r['numpy_min_ms']:.2f}) | {r['numpy_over_floor']:.2f} | "
                 f"{r['matmuls_ms']:.2f} ({r['matmuls_min_ms']:.2f}) |")
         if not args.no_full:
-            line += f" {r['iter_fused_ms']:.2f} | {r['iter_numpy_ms']:.2f} | {r['iter_fused_over_floor2']:.2f} |"
+            line += (f" {r['iter_fused_ms']:.2f} | {r['iter_numpy_ms']:.2f} | {r['iter_fused32_ms']:.2f} | "
+                     f"{r['iter_fused_over_floor2']:.2f} | {r['iter_fused32_over_floor2']:.2f} |")
         lines.append(line)
     if agree is not None:
-        se = lambda c: (c / agree["seeds"] * (1 - c / agree["seeds"]) / agree["seeds"]) ** 0.5  # noqa: E731
-        lines += ["", f"Same answers: {agree['setting']}, {agree['seeds']} seeds with each kernel "
-                      f"({agree['seconds']:.0f} s): success fraction fused {agree['fused'] / agree['seeds']:.3f} ± "
-                      f"{se(agree['fused']):.3f}, numpy {agree['numpy'] / agree['seeds']:.3f} ± "
-                      f"{se(agree['numpy']):.3f}; the same escape time (or none) in {agree['same_escape']} of "
-                      f"{agree['seeds']} runs."]
+        S = agree["seeds"]
+
+        def frac(c):
+            return f"{c / S:.3f} ± {(c / S * (1 - c / S) / S) ** 0.5:.3f}"
+
+        lines += ["", f"Same answers: {agree['setting']}, {S} seeds with each variant ({agree['seconds']:.0f} s); "
+                      "success fraction ± its binomial standard error, and in how many runs the escape time (or "
+                      "none) equals the fused float64 run's:", "",
+                  "| delta | fused (float64) | numpy (float64) | fused, X stored float32 | same escape: numpy | "
+                  "same escape: float32 |", "|---|---|---|---|---|---|"]
+        for r in agree["deltas"]:
+            lines.append(f"| {r['delta']:g} | {frac(r['fused'])} | {frac(r['numpy'])} | {frac(r['float32'])} | "
+                         f"{r['same_numpy']} of {S} | {r['same_float32']} of {S} |")
     with open(args.out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

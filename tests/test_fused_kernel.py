@@ -99,3 +99,68 @@ def test_sweep_workers_use_the_fused_kernel(tmp_path):
     df = tk.sweep([3.0, 5.0], [0, 1], activation="gelu", link="phase-retrieval", loss="square", width=1, d=60,
                   steps=5, eta=1.0, kernel="fused", processes=2, csv=str(tmp_path / "s.csv"))
     assert list(df["status"]) == ["ok"] * 4
+
+
+# --- storage "float32": X rounded to float32 as drawn, float64 arithmetic (issue 15 point 2) ---
+
+@pytest.mark.parametrize("act,loss,m", [("gelu", "square", 4), ("relu", "square", 1), ("tanh", "logistic", 2),
+                                        ("quad", "square", 3)])
+def test_float32_storage_one_step_gradient_within_1e6(act, loss, m):
+    """One step's gradient with X stored in float32 against X in float64 (same draws, same Theta): within 1e-6
+    relative (the rounding of X gives ~1e-7); the fused kernel on float32 X against NumPy on the same float32 X: to
+    rounding.  Smooth, kinked, bounded and unbounded activations."""
+    rng = np.random.default_rng(5)
+    net = tk.Network(act, loss, m, a=list(rng.choice([-1.0, 1.0], m)), b=list(0.1 * rng.standard_normal(m)))
+    fk, why = fused_kernel(net)
+    assert fk is not None, why
+    n, d = 2001, 300
+    X = rng.standard_normal((n, d))
+    X32 = X.astype(np.float32)
+    theta = rng.standard_normal((d, m)) / np.sqrt(d)
+    y = np.sign(X[:, 0]) if loss == "logistic" else X[:, 0] ** 2
+    l64, g64 = fk.step(X, y, theta)
+    l32, g32 = fk.step(X32, y, theta)
+    assert np.linalg.norm(g32 - g64) <= 1e-6 * np.linalg.norm(g64)
+    assert np.linalg.norm(g32 - g64) > 0  # the rounding is there: the float32 kernel really read float32 X
+    assert l32 == pytest.approx(l64, rel=1e-6)
+    ref = net.evaluate(X32 @ theta, y)  # NumPy promotes: float64 products of the rounded values
+    assert np.max(np.abs(g32 - X32.T.astype(float) @ ref.F)) <= 1e-12 * np.max(np.abs(g32))
+    assert l32 == pytest.approx(float(np.sum(ref.loss)), rel=1e-12)
+
+
+def test_simulate_float32_storage():
+    kw = dict(delta=8.0, d=120, steps=25, eta=0.5, seed=3, hessian_every=10, hessian_k=3)
+    ref = tk.simulate("relu", "phase-retrieval", "square", 2, kernel="numpy", **kw)
+    runs = {k: tk.simulate("relu", "phase-retrieval", "square", 2, kernel=k, storage="float32", **kw)
+            for k in ("numpy", "fused")}
+    for r in runs.values():
+        assert r.settings["float"] == "float32" and "float32" in r.method["storage"]
+        # the same draws rounded: the trajectory moves by the rounding of X, no more
+        assert np.max(np.abs(r.train_loss - ref.train_loss)) <= 1e-5 * np.max(np.abs(ref.train_loss))
+        np.testing.assert_allclose(r.hessian[-1]["eigenvalues"], ref.hessian[-1]["eigenvalues"], rtol=1e-4,
+                                   atol=1e-6)
+    a, b = runs["numpy"], runs["fused"]
+    for key in ("train_loss", "test_loss", "M", "gram"):  # both kernels on the float32 X: to rounding
+        assert np.max(np.abs(getattr(a, key) - getattr(b, key))) <= 1e-9 * np.max(np.abs(getattr(a, key))), key
+    with pytest.raises(TheorykitError, match="storage must be one of"):
+        tk.simulate("relu", "phase-retrieval", "square", 1, d=50, delta=2.0, steps=1, eta=0.1, storage="half")
+
+
+def test_cli_storage(capsys, tmp_path):
+    """--storage float32 reaches simulate (settings["float"]) and a sweep's CSV settings; the default leaves the sweep
+    settings as before (so that older CSVs resume)."""
+    import json
+
+    from theorykit.cli import main
+
+    argv = ["--activation", "gelu", "--link", "phase-retrieval", "--d", "60", "--steps", "3", "--eta", "0.5"]
+    assert main(["simulate", *argv, "--delta", "4", "--storage", "float32", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["float"] == "float32"
+    for storage, csv in (("float64", tmp_path / "a.csv"), ("float32", tmp_path / "b.csv")):
+        assert main(["sweep", *argv, "--deltas", "4", "--seeds", "1", "--processes", "1", "--storage", storage,
+                     "--out", str(csv), "--json"]) == 0
+        capsys.readouterr()
+        from theorykit.referee.sweeps import read_csv
+
+        settings = read_csv(str(csv)).attrs["settings"]["simulate"]
+        assert settings.get("storage") == (None if storage == "float64" else "float32")

@@ -143,6 +143,9 @@ def add_simulation_arguments(p, with_delta: bool = True):
     p.add_argument("--kernel", choices=["auto", "fused", "numpy"], default="auto",
                    help="GD step: fused (one pass over X per step, numba), numpy (two matmuls), or auto (fused for "
                         "runs estimated >= 5 s when the activation and loss compile); the numbers agree to rounding")
+    p.add_argument("--storage", choices=["float64", "float32"], default="float64",
+                   help="storage of X: float64 (default) or float32 (rounded as drawn, float64 arithmetic; half the "
+                        "bytes per pass of the memory-bound GD step)")
     add_initial_law_arguments(p)
     return p
 
@@ -183,4 +186,6 @@ def simulation_kwargs(args) -> dict:
                 d=args.d, steps=args.steps, eta=args.eta, ridge=args.ridge, init=args.init,
                 spectral_T=args.spectral_T, constrained=args.constrained, hessian_every=args.hessian_every,
                 hessian_method=args.hessian_method, n_test=args.n_test, stop_after_escape=args.stop_after_escape,
-                kernel=args.kernel, **initial_law(args))
+                kernel=args.kernel, **initial_law(args),
+                # only when not the default, so that a sweep CSV written before this option resumes
+                **({"storage": args.storage} if args.storage != "float64" else {}))

@@ -45,6 +45,11 @@ Conventions (all recorded in ``result.settings``):
   NumPy to rounding, reproducible bitwise whatever the thread count); "auto" (default) takes "fused" when numba
   compiles the activation and loss and the run is estimated at >= FUSED_AUTO_SECONDS with NumPy (it compiles in a
   few seconds, once per process), else "numpy".  ``settings["kernel"]`` says which ran, ``method["kernel"]`` why.
+* **Storage of X** (``storage``): "float64" (default), or "float32": X and X_test are drawn in float64 as above,
+  rounded to float32 and kept so (half the memory and half the bytes per pass over X; the step is memory-bound), and
+  y is the link's response to the rounded x; every product and sum is float64.  One step's gradient agrees with the
+  float64 storage's to ~1e-7 relative (the rounding of X); benchmarks/bench_gd_step.py measures the speed and runs
+  both storages over the same seeds.  ``settings["float"]`` says which.
 """
 from __future__ import annotations
 
@@ -77,6 +82,8 @@ POPULATION_ORDER = {1: 100, 2: 64, 3: 24, 4: 12}
 #: kernel "auto" takes the fused kernel for runs estimated (by _check_cost, the NumPy path) at least this long (s)
 FUSED_AUTO_SECONDS = 5.0
 KERNELS = ("auto", "fused", "numpy")
+#: storage of X (and X_test): float64, or float32 with float64 arithmetic (module docstring)
+STORAGES = ("float64", "float32")
 #: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
 LOSS_GROWTH_LIMIT = 1e12
 THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
@@ -286,8 +293,10 @@ def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test:
     return n, n_test
 
 
-def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int):
-    """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER)."""
+def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int, storage: str = "float64"):
+    """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER).  storage
+    "float32": X and X_test rounded to float32 as drawn (the same draws), y the response to the rounded x."""
+    check_storage(storage)
     lk, m = problem.link_obj, problem.m
     k = lk.k
     rng = np.random.default_rng(seed)
@@ -297,16 +306,24 @@ def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int):
         theta = theta @ ((U * np.sqrt(np.clip(w, 0.0, None))) @ U.T)
     if problem.M0 is not None:
         theta[:k] += problem.M0_matrix
-    X = rng.standard_normal((n, d))
+    dtype = np.dtype(storage)
+    X = rng.standard_normal((n, d)).astype(dtype, copy=False)
     eps = rng.standard_normal(n) if lk.noisy else None
-    y = lk.response(X[:, :k], eps)
-    X_test = rng.standard_normal((n_test, d))
+    y = np.asarray(lk.response(X[:, :k].astype(float), eps), dtype=float)
+    X_test = rng.standard_normal((n_test, d)).astype(dtype, copy=False)
     eps_test = rng.standard_normal(n_test) if lk.noisy else None
-    y_test = lk.response(X_test[:, :k], eps_test)
+    y_test = np.asarray(lk.response(X_test[:, :k].astype(float), eps_test), dtype=float)
     return theta, X, y, X_test, y_test
 
 
-def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED):
+def check_storage(storage) -> str:
+    """storage must be one of STORAGES (one-line error otherwise)."""
+    if storage not in STORAGES:
+        raise TheorykitError(f"storage must be one of {', '.join(repr(s) for s in STORAGES)}, got {storage!r}")
+    return storage
+
+
+def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED, storage: str = "float64"):
     """(X (n, d), y (n,)): the training set that ``simulate(problem, d=d, seed=seed)`` draws (same RNG order; the
     latent directions are the first k axes, so z = X[:, :k]).  With a run's final ``theta`` this gives the finite-d
     Hessian at that step: ``problem.network.evaluate(X @ theta, y)`` holds its per-sample D_i."""
@@ -315,7 +332,7 @@ def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED):
     n = int(round(problem.delta * d))
     if n < 1:
         raise TheorykitError("n = round(delta * d) = 0 samples: raise delta or d")
-    _, X, y, _, _ = draw_instance(problem, d, n, 1, seed)
+    _, X, y, _, _ = draw_instance(problem, d, n, 1, seed, storage)
     return X, y
 
 
@@ -430,7 +447,7 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
              hessian_every: int = defaults.SIM_HESSIAN_EVERY, hessian_k: int = defaults.SIM_HESSIAN_K,
              hessian_method: str = defaults.SIM_HESSIAN_METHOD, n_test: Optional[int] = None,
              progress: bool = False, stop_after_escape: Optional[int] = None, kernel: str = "auto",
-             threads: Optional[int] = None) -> SimulationResult:
+             threads: Optional[int] = None, storage: str = "float64") -> SimulationResult:
     """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
 
     Two forms with the same numbers:
@@ -453,7 +470,7 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     ends the run K steps after the escape (the first success; the arrays then stop there and ``settings["stopped_at"]``
     says where), None runs every step (an escape-time study needs only the escape).  kernel: "auto", "fused" or
     "numpy" (module docstring); threads: the fused kernel's threads (default: the CPUs available; no effect on the
-    numbers).
+    numbers).  storage: "float64" (default) or "float32" (X kept in float32, float64 arithmetic; module docstring).
     Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
     :class:`TheorykitError` before anything is allocated.
     """
@@ -478,7 +495,8 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
                           Sigma0=Sigma0, M0=M0)
     return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
                      hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
-                     progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads)
+                     progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads,
+                     storage=storage)
 
 
 def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
@@ -504,7 +522,8 @@ def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
 
 
 def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
-              hessian_method, n_test, progress, stop_after_escape=None, kernel="auto", threads=None) -> SimulationResult:
+              hessian_method, n_test, progress, stop_after_escape=None, kernel="auto", threads=None,
+              storage="float64") -> SimulationResult:
     from ..symbolic.ingredients import preprocessing
 
     delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
@@ -513,6 +532,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     seed = check_int("seed", seed, 0)
     hessian_every = check_int("hessian_every", hessian_every, 0)
     hessian_k = check_int("hessian_k", hessian_k, 1)
+    check_storage(storage)
     if hessian_method not in ("auto", "lanczos", "dense"):
         raise TheorykitError(f"hessian_method must be 'auto', 'lanczos' or 'dense', got {hessian_method!r}")
     if init not in ("random", "spectral"):
@@ -544,7 +564,8 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     hard_dirs = np.zeros((d, kH))
     hard_dirs[:k] = hard_basis  # Theta* @ hard_basis with Theta* = first k axes
 
-    theta, X, y, X_test, y_test = draw_instance(problem, d, n, n_test, seed)
+    theta, X, y, X_test, y_test = draw_instance(problem, d, n, n_test, seed, storage)
+    X64 = None
 
     spectral_eigenvalues = None
     if init == "spectral":
@@ -568,12 +589,14 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         "constrained": bool(constrained), "seed": seed, "hessian_every": hessian_every, "hessian_k": hessian_k,
         "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
-        "success_threshold": SUCCESS_THRESHOLD, "float": "float64", "stop_after_escape": stop_after_escape,
+        "success_threshold": SUCCESS_THRESHOLD, "float": storage, "stop_after_escape": stop_after_escape,
         "stopped_at": None, "kernel": kernel_name,
     }
     method_text = {"theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
                    "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
-                   "kernel": kernel_text}
+                   "kernel": kernel_text,
+                   "storage": ("X and X_test in float64" if storage == "float64" else
+                               "X and X_test rounded to float32 as drawn (y from the rounded x); float64 arithmetic")}
 
     M_hist = np.empty((steps + 1, k, m))
     gram_hist = np.empty((steps + 1, m, m))
@@ -628,7 +651,9 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 train[t], test[t] = tr, te
                 overlap[t] = subspace_overlap(theta[:k], gram, target)
                 if hessian_every and t % hessian_every == 0:
-                    h = _hessian(hessian_fn, X, derivs, ridge, hard_dirs if kH else None, k_eig,
+                    if X64 is None:  # the Hessian's float64 products need X in float64 (storage "float32": a copy)
+                        X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+                    h = _hessian(hessian_fn, X64, derivs, ridge, hard_dirs if kH else None, k_eig,
                                  hessian_method)
                     hessian.append({"t": t, **h})
                 last = t
