@@ -467,8 +467,9 @@ def test_capture_threshold_bisection_and_bracket_checks():
     flo, fhi = fine["bracket"]
     assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine["m_star"], math.sqrt(flo * fhi))
     assert flo <= hi and fhi >= lo  # the same threshold (same seed and paths)
-    with pytest.raises(TheorykitError, match="not captured"):
+    with pytest.raises(TheorykitError, match="not captured") as info:
         capture_threshold(**kw, lo=0.0, hi=0.005, tol=0.001)
+    assert info.value.hi == 0.005  # NotCaptured: m* > hi (the comparison scripts turn it into an upper bound on P)
     with pytest.raises(TheorykitError, match="rtol must be"):
         capture_threshold(**kw, rtol=0)
     with pytest.raises(TheorykitError, match="width m = 1"):

@@ -47,6 +47,7 @@ import theorykit as tk
 
 from .seeds import has_population_test_loss, run_sims as _run_sims, stack
 from .stats import binomial, compare, in_band, loglog_slope, midpoint, per_seed_rms, within, within_factor, within_se
+from ..dynamics.capture import NotCaptured
 from .tables import (check_table_writable, fmt, log, md_table, now, pct, regenerate_command, script_prog,
                      write_table)
 
@@ -428,6 +429,7 @@ def part3(args, rows, md):
             Cse = res.stderr["C_mu"][:, 0, 0, 0]
             rel = res.hard_reliable_until if res.hard_reliable_until is not None else Tm
             cap = None
+            m_star_above = None  # capture_threshold found no m* below this: the capture P is at most P(m* = it)
             if args.capture:
                 ckw = dict(paths=args.capture_paths, replicas=4, seed=args.dmft_seed, response=args.hard_response,
                            **({"order": st["order"]} if st["order"] else {}))
@@ -435,6 +437,9 @@ def part3(args, rows, md):
                 try:
                     cap = tk.capture_threshold(**net, delta=delta, eta=st["eta"], steps=H, lo=0.0, hi=0.5,
                                                tol=1e-3, rtol=args.capture_rtol, **ckw)
+                except NotCaptured as exc:
+                    m_star_above = exc.hi
+                    log(f"  capture threshold: {exc}")
                 except tk.TheorykitError as exc:
                     log(f"  capture threshold: {exc}")
                 log(f"  capture threshold delta={delta}: "
@@ -443,6 +448,8 @@ def part3(args, rows, md):
                 P = res.success_probability(d)
                 pred = None if cap is None else res.capture_prediction(d, cap, t_match=rel)
                 p_cap = None if pred is None else pred.probability
+                p_cap_max = (None if m_star_above is None else  # m* > hi: P <= P(chi2_1 > d hi^2 / v)
+                             res.capture_prediction(d, m_star_above, t_match=rel).probability)
                 by, at = float(np.max(P[:rel + 1])), float(P[-1])
                 by_all = float(np.max(P))
                 lo = float(np.max(p_m1(d, Cth, np.maximum(Cmu - Cse, 1e-300))[:rel + 1]))
@@ -466,7 +473,8 @@ def part3(args, rows, md):
                                       f"diverged sims {seeds - n}"))
                 noisy = (hi - lo) > 0.2  # the C_mu +- se band moves the prediction by more than 0.2
                 table.append([delta, d, rel, f"{by:.3f} [{lo:.3f}, {hi:.3f}]" + (" (noise-dominated)" if noisy else ""),
-                              f"{by_all:.3f}", "—" if p_cap is None else
+                              f"{by_all:.3f}", (f"<= {p_cap_max:.3g} (m* > {m_star_above:g})" if p_cap_max is not None
+                                                else "—") if p_cap is None else
                               f"{p_cap:.3f} [{pred.low:.3f}, {pred.high:.3f}] (m* {cap['m_star']:.3f}, v {pred.v:.2f})",
                               f"{at:.3f}", f"{p_by:.3f} ± {se_by:.3f}",
                               f"{p_at:.3f}", f"{len(esc)}/{n}", "—" if med is None else f"{med:.0f}",
@@ -484,6 +492,15 @@ def part3(args, rows, md):
                                           f"{in_band(p_by, pred.low, pred.high, se_by)}"))
                     tally[0] += within_se(p_cap, p_by, se_by)
                     tally[1] += in_band(p_by, pred.low, pred.high, se_by)
+                elif p_cap_max is not None:  # an upper bound: GD must not beat it by more than the tolerance
+                    ok_max = bool(p_by <= p_cap_max + max(2 * se_by, 0.1))
+                    rows.append(dict(part="3", setting=name, quantity="P(success by H) [capture, upper bound]", t=H,
+                                     d=d, seeds=n, dmft=p_cap_max, dmft_se=None, sim_mean=p_by, sim_se=se_by,
+                                     rel_err=None, rel_se=None, ratio=None, **{"pass": ok_max},
+                                     note=f"delta={delta}; no m* below {m_star_above:g}: P <= P(m* = "
+                                          f"{m_star_above:g}); t_match={rel}"))
+                    tally[0] += ok_max
+                    tally[1] += in_band(p_by, 0.0, p_cap_max, se_by)
                 tally[2] += within_se(by, p_by, se_by)
                 tally[3] += 1
             md_note = (f"DMFT delta={delta}: status {res.status}, C_mu(H) = {fmt(float(Cmu[-1]))} ± "
@@ -508,7 +525,9 @@ def part3(args, rows, md):
             rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2)", t=H, d=d, seeds=None,
                              dmft=mp_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None, rel_se=None, ratio=None,
                              **{"pass": None}, note="linear interpolation in delta"))
-        md.append(f"\nCells: capture within max(2 se, 0.1) of GD in {tally[0]}/{tally[3]}; GD inside the capture band "
+        md.append(f"\nCells (a capture '<= P' cell, where no m* lies below capture_threshold's hi, passes when GD is at "
+                  f"most P + max(2 se, 0.1) and its band is [0, P]): "
+                  f"capture within max(2 se, 0.1) of GD in {tally[0]}/{tally[3]}; GD inside the capture band "
                   f"+- 2 se in {tally[1]}/{tally[3]}; linear prediction (by t_rel) within max(2 se, 0.1) in "
                   f"{tally[2]}/{tally[3]}.\n")
         md.append("\nMidpoints (P = 1/2, linear interpolation in delta):\n")

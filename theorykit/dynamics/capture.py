@@ -16,6 +16,15 @@ from .hard_process import hard_subspace_basis
 CAPTURE_NOISE_RSE = 0.25
 
 
+
+class NotCaptured(TheorykitError):
+    """capture_threshold: even the largest initial overlap tried (``hi``) is not captured by the horizon, so m* > hi
+    and every capture probability is at most the one at m* = hi."""
+
+    def __init__(self, hi: float, steps: int):
+        self.hi, self.steps = float(hi), int(steps)
+        super().__init__(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
+
 def _cos2(M, C_theta_tt, e):
     """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,
     theorykit/referee/gd.py): Theta^T e = M^T e and Theta^T Theta = M^T M + C_theta, so cos^2 = (v^T M^T e)^2 / lam
@@ -103,7 +112,7 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
         return math.sqrt(a * b) if a > 0 else 0.5 * (a + b)
 
     if not captured(hi):
-        raise TheorykitError(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
+        raise NotCaptured(hi, steps)
     if lo > 0 and captured(lo):
         raise TheorykitError(f"m0 = lo = {lo:g} is already captured by t = {steps}: lower lo")
     while hi - lo > tol and not (lo > 0 and hi <= (1 + rtol) * lo):

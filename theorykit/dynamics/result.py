@@ -190,12 +190,10 @@ class DMFTResult:
         cos^2 > 1/2 by the horizon iff m0 > m_star (:func:`capture_threshold`).  So P = P(chi2_1 > d m_star^2 / v).
 
         ``capture`` is m_star, or the dict returned by :func:`capture_threshold` (its bracket then enters the band).
-        v_eff(t) levels off as the growing mode takes over (measured: GeLU delta = 9, 2.3 at t = 10, 2.5-2.7 for
-        t = 15-40; x^2 delta = 6, 1.53 at t = 30, 1.59-1.72 for t = 60-300), so the matching time matters little;
-        the band reports how little.  Measured against 96 GD seeds per cell (tables/dmft_vs_sim_part3.md): phase
-        retrieval, GeLU and x^2, 21 of 24 cells within max(2 se, 0.1), where the linear chi2 formula is in 3.  Not
-        reliable when ``capture["noise_limited"]`` (Monte-Carlo latents: y = sign(|z| - median), logistic loss, 3 of
-        12 cells; the linear formula over all t does well there, tables/dmft_vs_sim_part3_sign.md)."""
+        v_eff(t) levels off as the growing mode takes over, so the matching time matters little; the band reports how
+        little.  Not reliable when ``capture["noise_limited"]`` (the replicas' M_T along e too noisy to place m*).
+        Measured against GD: tables/dmft_vs_sim_part3.md (phase retrieval, GeLU and x^2) and
+        tables/dmft_vs_sim_part3_sign.md (y = sign(|z| - median), logistic loss)."""
         from scipy.stats import chi2
 
         from .._checks import check_int as _check_int
