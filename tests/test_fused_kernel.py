@@ -144,6 +144,10 @@ def test_simulate_float32_storage():
         assert np.max(np.abs(getattr(a, key) - getattr(b, key))) <= 1e-9 * np.max(np.abs(getattr(a, key))), key
     with pytest.raises(TheorykitError, match="storage must be one of"):
         tk.simulate("relu", "phase-retrieval", "square", 1, d=50, delta=2.0, steps=1, eta=0.1, storage="half")
+    for bad in (dict(storage="half"), dict(kernel="bogus")):  # a sweep refuses them once, before any run
+        with pytest.raises(TheorykitError, match="must be one of"):
+            tk.sweep([2.0], [0], activation="relu", link="phase-retrieval", width=1, d=30, steps=1, eta=0.1,
+                     processes=1, **bad)
 
 
 def test_cli_storage(capsys, tmp_path):
