@@ -8,8 +8,8 @@ functions compiled from the same SymPy expressions as the NumPy path), and adds 
 the tile is still in cache.  The same kernel without the last part gives the test loss (one read of X_test).
 
 Numbers: float64 arithmetic throughout, as the NumPy path; X may be stored in float64 or float32 (simulate's
-``storage``: numba compiles one kernel per dtype, each element is widened to float64 as it is loaded); the sums are taken in another order, so the two paths agree to
-rounding (tests/test_fused_kernel.py: gradient and losses to 1e-12 relative), not bitwise.  The tiles are split into
+``storage``: numba compiles one kernel per dtype, each element is widened to float64 as it is loaded); the sums are
+taken in another order, so the two paths agree to rounding (tests/test_fused_kernel.py: gradient and losses to 1e-12 relative), not bitwise.  The tiles are split into
 :data:`CHUNKS` fixed chunks whose partial sums are added in a fixed order, so a run is reproducible bitwise whatever
 the number of threads.
 
@@ -186,61 +186,7 @@ def _make_kernel(act, loss):
                 x1 = X[i + min(1, nr - 1)]
                 x2 = X[i + min(2, nr - 1)]
                 x3 = X[i + min(3, nr - 1)]
-                # R = X Theta for the tile: four columns of Theta per pass over the tile's rows (16 accumulators: with
-                # AVX-512's 32 vector registers they stay in registers), then pairs, then one (an odd m repeats its last)
-                k = 0
-                while k + 3 < m:
-                    ta = thT[k]
-                    tb = thT[k + 1]
-                    tc = thT[k + 2]
-                    td = thT[k + 3]
-                    a0 = 0.0
-                    a1 = 0.0
-                    a2 = 0.0
-                    a3 = 0.0
-                    b0 = 0.0
-                    b1 = 0.0
-                    b2 = 0.0
-                    b3 = 0.0
-                    c0 = 0.0
-                    c1 = 0.0
-                    c2 = 0.0
-                    c3 = 0.0
-                    g0 = 0.0
-                    g1 = 0.0
-                    g2 = 0.0
-                    g3 = 0.0
-                    for j in range(d):
-                        u = ta[j]
-                        v = tb[j]
-                        w = tc[j]
-                        z = td[j]
-                        e0 = x0[j]
-                        e1 = x1[j]
-                        e2 = x2[j]
-                        e3 = x3[j]
-                        a0 += e0 * u
-                        a1 += e1 * u
-                        a2 += e2 * u
-                        a3 += e3 * u
-                        b0 += e0 * v
-                        b1 += e1 * v
-                        b2 += e2 * v
-                        b3 += e3 * v
-                        c0 += e0 * w
-                        c1 += e1 * w
-                        c2 += e2 * w
-                        c3 += e3 * w
-                        g0 += e0 * z
-                        g1 += e1 * z
-                        g2 += e2 * z
-                        g3 += e3 * z
-                    R[0, k], R[1, k], R[2, k], R[3, k] = a0, a1, a2, a3
-                    R[0, k + 1], R[1, k + 1], R[2, k + 1], R[3, k + 1] = b0, b1, b2, b3
-                    R[0, k + 2], R[1, k + 2], R[2, k + 2], R[3, k + 2] = c0, c1, c2, c3
-                    R[0, k + 3], R[1, k + 3], R[2, k + 3], R[3, k + 3] = g0, g1, g2, g3
-                    k += 4
-                while k < m:
+                for k in range(0, m, 2):  # two columns of Theta at a time (an odd m repeats its last one)
                     kb = min(k + 1, m - 1)
                     ta = thT[k]
                     tb = thT[kb]
@@ -267,9 +213,14 @@ def _make_kernel(act, loss):
                         b1 += e1 * v
                         b2 += e2 * v
                         b3 += e3 * v
-                    R[0, k], R[1, k], R[2, k], R[3, k] = a0, a1, a2, a3
-                    R[0, kb], R[1, kb], R[2, kb], R[3, kb] = b0, b1, b2, b3
-                    k += 2
+                    R[0, k] = a0
+                    R[1, k] = a1
+                    R[2, k] = a2
+                    R[3, k] = a3
+                    R[0, kb] = b0
+                    R[1, kb] = b1
+                    R[2, kb] = b2
+                    R[3, kb] = b3
                 for rr in range(4):
                     if rr < nr:
                         f = 0.0

@@ -316,6 +316,13 @@ def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int, stor
     return theta, X, y, X_test, y_test
 
 
+def check_kernel(kernel) -> str:
+    """kernel must be one of KERNELS (one-line error otherwise)."""
+    if kernel not in KERNELS:
+        raise TheorykitError(f"kernel must be one of {', '.join(repr(k) for k in KERNELS)}, got {kernel!r}")
+    return kernel
+
+
 def check_storage(storage) -> str:
     """storage must be one of STORAGES (one-line error otherwise)."""
     if storage not in STORAGES:
@@ -503,8 +510,7 @@ def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
     """(FusedStep or None, settings["kernel"], method["kernel"]) for simulate's ``kernel`` argument."""
     from ._fused import FusedStep, fused_kernel
 
-    if kernel not in KERNELS:
-        raise TheorykitError(f"kernel must be one of {', '.join(repr(k) for k in KERNELS)}, got {kernel!r}")
+    check_kernel(kernel)
     if threads is not None:
         threads = check_int("threads", threads, 1)
     numpy_text = "numpy: X @ Theta and X^T F as two matmuls per step (two passes over X)"

@@ -151,13 +151,12 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         if key in simulate_kwargs:
             raise TheorykitError(f"'{key}' is set by the sweep itself")
     # choices that every run would refuse alike are refused once, before any run starts
-    from .gd import KERNELS, check_storage
+    from .gd import check_kernel, check_storage
 
     if "storage" in simulate_kwargs:
         check_storage(simulate_kwargs["storage"])
-    if "kernel" in simulate_kwargs and simulate_kwargs["kernel"] not in KERNELS:
-        raise TheorykitError(f"kernel must be one of {', '.join(repr(k) for k in KERNELS)}, "
-                             f"got {simulate_kwargs['kernel']!r}")
+    if "kernel" in simulate_kwargs:
+        check_kernel(simulate_kwargs["kernel"])
     if simulate_kwargs.get("problem") is not None:
         from ..problem import Problem
 
