@@ -16,7 +16,6 @@ from .hard_process import hard_subspace_basis
 CAPTURE_NOISE_RSE = 0.25
 
 
-
 class NotCaptured(TheorykitError):
     """capture_threshold: even the largest initial overlap tried (``hi``) is not captured by the horizon, so m* > hi
     and every capture probability is at most the one at m* = hi."""
@@ -24,6 +23,7 @@ class NotCaptured(TheorykitError):
     def __init__(self, hi: float, steps: int):
         self.hi, self.steps = float(hi), int(steps)
         super().__init__(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
+
 
 def _cos2(M, C_theta_tt, e):
     """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,

@@ -9,9 +9,9 @@ the tile is still in cache.  The same kernel without the last part gives the tes
 
 Numbers: float64 arithmetic throughout, as the NumPy path; X may be stored in float64 or float32 (simulate's
 ``storage``: numba compiles one kernel per dtype, each element is widened to float64 as it is loaded); the sums are
-taken in another order, so the two paths agree to rounding (tests/test_fused_kernel.py: gradient and losses to 1e-12 relative), not bitwise.  The tiles are split into
-:data:`CHUNKS` fixed chunks whose partial sums are added in a fixed order, so a run is reproducible bitwise whatever
-the number of threads.
+taken in another order, so the two paths agree to rounding (tests/test_fused_kernel.py: gradient and losses to 1e-12
+relative), not bitwise.  The tiles are split into :data:`CHUNKS` fixed chunks whose partial sums are added in a fixed
+order, so a run is reproducible bitwise whatever the number of threads.
 
 It needs numba and scalar versions of the activation and loss that numba compiles (every built-in one does; an
 expression with a function numba's math module lacks, e.g. erfinv, does not).  :func:`fused_kernel` says why when it

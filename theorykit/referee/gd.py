@@ -46,8 +46,9 @@ Conventions (all recorded in ``result.settings``):
   compiles the activation and loss and the run is estimated at >= FUSED_AUTO_SECONDS with NumPy (it compiles in a
   few seconds, once per process), else "numpy".  ``settings["kernel"]`` says which ran, ``method["kernel"]`` why.
 * **Storage of X** (``storage``): "float64" (default), or "float32": X and X_test are drawn in float64 as above,
-  rounded to float32 and kept so (half the memory and half the bytes per pass over X; the step is memory-bound), and
-  y is the link's response to the rounded x; every product and sum is float64.  One step's gradient agrees with the
+  rounded to float32 and kept so (half the memory and half the bytes per pass over X, which is what bounds the step
+  where its arithmetic is cheaper than the read: tables/gd_step_bench.md), and y is the link's response to the
+  rounded x; every product and sum is float64.  One step's gradient agrees with the
   float64 storage's to ~1e-7 relative (the rounding of X); benchmarks/bench_gd_step.py measures the speed and runs
   both storages over the same seeds.  ``settings["float"]`` says which.
 """
