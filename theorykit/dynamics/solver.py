@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import os as _os
 import time as _time
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -61,17 +62,13 @@ import numpy as np
 from .. import defaults
 from ..errors import TheorykitError
 from .hard_process import hard_subspace_basis
-from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, make_plan
+from .numerics import DMFTNumerics
+from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, Plan, make_plan
 from .result import DMFTResult
 from .sample_side import DIVERGENCE_LIMIT, EXCLUDED_LIMIT, PATH_LIMIT, solve_once
 
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
 HARD_RELIABLE_RSE = 0.05
-
-
-#: keys of the solve's description that are prose (DMFTResult.method), not settings
-METHOD_KEYS = ("latent_auto", "response_auto", "excluded", "stderr", "test_loss", "hard_reliable_until", "hard_process",
-               "D_tail", "kinks", "response_sources")
 
 
 def _kink_settings(net, response: str, window: int):
@@ -90,15 +87,6 @@ def _kink_settings(net, response: str, window: int):
                            "recursion instead of pathwise tangents (which cannot carry a jump of u)"}
     out["exact"] = bool(exact_lags)
     return out
-
-
-def _replica_worker(args):
-    # one BLAS thread per replica process: the GEMMs here are thin and memory-bound, and oversubscribed OpenBLAS
-    # threads made them 30x slower on a 2-core machine (threadpoolctl: the maintained way to set this at run time)
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        return solve_once(*args)
 
 
 def _matrix(v, shape, name, default):
@@ -125,22 +113,470 @@ def _check_kernel_memory(T: int, m: int, k: int = 1, procs: int = 1):
                              f"{fmt_bytes(MEMORY_FRACTION * phys)}): lower steps")
 
 
-#: a replica averages over its own paths: fewer than this is no average (and thousands of one-path replicas cost
-#: thousands of solves for nothing)
-MIN_PATHS_PER_REPLICA = 2
+@dataclass(frozen=True)
+class _Given:
+    """The learning problem as :func:`dmft` was given it (keywords, or a Problem's fields), not yet checked."""
+
+    activation: object
+    link: object
+    loss: object
+    width: object
+    a: object
+    b: object
+    delta: object
+    eta: object
+    steps: object
+    schedule: object
+    ridge: object
+    Sigma0: object
+    M0: object
+
+
+def _given(activation, link, loss, width, *, a, b, delta, eta, steps, schedule, ridge, Sigma0, M0) -> _Given:
+    """dmft's two forms, the keyword form and dmft(problem, ...), as one :class:`_Given`."""
+    from ..problem import Problem
+
+    if isinstance(activation, Problem):
+        # dmft(problem, paths=..., ...): the Problem's fields are the model, delta, ridge, steps and initial law
+        pr = activation
+        given = [k for k, v in (("link", link), ("a", a), ("b", b), ("delta", delta), ("eta", eta), ("steps", steps),
+                                ("schedule", schedule), ("Sigma0", Sigma0), ("M0", M0)) if v is not None]
+        if given or loss != "square" or width != 1 or ridge != 0.0:
+            raise TheorykitError(f"dmft(problem, ...): {(given or ['loss, width or ridge'])[0]} is part of the "
+                                 "Problem; use problem.replace(...)")
+        return _Given(pr.activation, pr.link, pr.loss, pr.width, pr.a, pr.b, pr.delta, pr.eta, pr.steps, pr.schedule,
+                      pr.ridge, None if pr.Sigma0 is None else pr.Sigma0_matrix,
+                      None if pr.M0 is None else pr.M0_matrix)
+    if link is None or delta is None:
+        raise TheorykitError("dmft: give a Problem, or activation, link and delta (keyword form)")
+    return _Given(activation, link, loss, width, a, b, delta, eta, steps, schedule, ridge, Sigma0, M0)
+
+
+@dataclass(frozen=True, eq=False)
+class _Setup:
+    """The checked problem of one solve: the network and link, delta, ridge, eta and steps as checked (eta None with
+    a schedule), the step sizes etas, the initial law (Sigma0, M0; the spectral start's with init='spectral'), the
+    hard subspace's basis and the spectral prefix (None for a random start)."""
+
+    given: _Given
+    net: object
+    lk: object
+    delta: float
+    ridge: float
+    eta: Optional[float]
+    steps: Optional[int]
+    etas: np.ndarray
+    Sigma0: np.ndarray
+    M0: np.ndarray
+    hard_basis: np.ndarray
+    prefix: Optional[dict]
+
+    @property
+    def m(self) -> int:
+        return self.net.m
+
+    @property
+    def k(self) -> int:
+        return self.lk.k
+
+    @property
+    def T(self) -> int:
+        return len(self.etas)
+
+
+def _step_sizes(given: _Given):
+    """delta, ridge, eta, steps and the step sizes etas, checked (eta and steps None with a schedule)."""
+    from .._checks import check_int, check_number
+
+    delta = check_number("delta", given.delta, lambda v: v > 0, "> 0")
+    ridge = check_number("ridge", given.ridge, lambda v: v >= 0, ">= 0")
+    eta, steps = given.eta, given.steps
+    if given.schedule is not None:
+        if eta is not None or steps is not None:
+            raise TheorykitError("give either eta and steps, or a schedule, not both")
+        etas = np.asarray(given.schedule, dtype=float).ravel()
+        if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
+            raise TheorykitError("the schedule must be a non-empty array of positive step sizes")
+    else:
+        if eta is None or steps is None:
+            raise TheorykitError("give eta and steps (or a schedule)")
+        eta = check_number("eta", eta, lambda v: v > 0, "> 0")
+        steps = check_int("steps", steps, 0)
+        _check_kernel_memory(steps, 1)  # before np.full: 10^12 steps must not allocate
+        etas = np.full(steps, eta)
+    return delta, ridge, eta, steps, etas
+
+
+def _setup(given: _Given, num: DMFTNumerics, delta, ridge, eta, steps, etas) -> _Setup:
+    """The network, link and initial law of a solve with checked numerics ``num``, and the memory of its kernels."""
+    from ..symbolic.ingredients import link as make_link
+    from ..symbolic.network import Network
+
+    net = Network(given.activation, given.loss, given.width, a=given.a, b=given.b)
+    lk = make_link(given.link)
+    m, k, T = net.m, lk.k, len(etas)
+    if T == 0 and num.response == "auto" and (num.paths // num.replicas) * m * m * 4 > RESPONSE_MEMORY:
+        # T = 0 with so many paths that auto cannot take the whole batch: it would choose by the step sizes (none)
+        raise TheorykitError("with steps = 0 and this many paths, choose response='direct' or 'stein' explicitly "
+                             "(or lower paths)")
+    procs = num.processes
+    _check_kernel_memory(T, m, k, min(num.replicas, procs if isinstance(procs, int) and procs > 0
+                                      else (_os.cpu_count() or 1)))
+    prefix, Sigma0, M0 = None, given.Sigma0, given.M0
+    if num.init == "spectral":
+        # the spectral start, exactly: the DMFT of the normalised power iteration that builds the top eigenvector of
+        # (1/n) sum T(y_i) x_i x_i^T from a small overlap spectral_m0, then GD (docs/theory.md §3.3)
+        if m != 1 or k != 1:
+            raise TheorykitError("init='spectral' is implemented for width m = 1 and a single-index link")
+        if M0 is not None or Sigma0 is not None:
+            raise TheorykitError("init='spectral' sets the initial law itself: drop M0 and Sigma0")
+        from ..symbolic.ingredients import preprocessing as make_preprocessing
+
+        Tpre = make_preprocessing(num.spectral_T or "(y-1)/(y+sqrt(2*delta)-1)")
+        prefix = {"steps": num.spectral_steps, "T": Tpre, "eta": num.spectral_eta}
+        M0, Sigma0 = [[num.spectral_m0]], [[1.0 - num.spectral_m0 ** 2]]
+    Sigma0 = _matrix(Sigma0, (m, m), "Sigma0", np.eye(m))
+    if not np.allclose(Sigma0, Sigma0.T) or np.linalg.eigvalsh(Sigma0)[0] < -1e-12:
+        raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
+    M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
+    # no hard process from a spectral start
+    hard_basis = hard_subspace_basis(lk) if prefix is None else np.zeros((k, 0))
+    kinks = net.activation.kinks
+    if kinks.discontinuities:
+        raise TheorykitError(f"the activation {net.activation.name!r} jumps at x = "
+                             f"{', '.join(f'{v:.6g}' for v in kinks.discontinuities)}: its D would carry derivatives "
+                             "of Dirac terms, which the DMFT does not handle (use a continuous activation)")
+    return _Setup(given, net, lk, delta, ridge, eta, steps, etas, Sigma0, M0, hard_basis, prefix)
+
+
+def _prepare(given: _Given, raw: DMFTNumerics):
+    """Check the problem and the numerics and plan the solve: (setup, checked numerics, plan)."""
+    delta, ridge, eta, steps, etas = _step_sizes(given)
+    num = raw.checked(len(etas))
+    setup = _setup(given, num, delta, ridge, eta, steps, etas)
+    # the plan sees the whole run: the spectral prefix's steps, then GD's
+    prefix = setup.prefix
+    run_etas = etas if prefix is None else np.concatenate([np.full(prefix["steps"], prefix["eta"]), etas])
+    plan = make_plan(setup.net, setup.lk, setup.hard_basis, run_etas, paths=num.paths, replicas=num.replicas,
+                     latent=num.latent, order=num.order, response=num.response, response_paths=num.response_paths,
+                     window=num.window, sampler=num.sampler, bias_check=num.bias_check, processes=num.processes,
+                     fine_lags=num.fine_lags)
+    if num.horizon is not None:
+        _check_kernel_memory(num.horizon, setup.m, setup.k, 1)  # the innovations are drawn to the horizon
+    return setup, num, plan
+
+
+@dataclass(frozen=True, eq=False)
+class ReplicaJob:
+    """One replica solve: the arguments of :func:`theorykit.dynamics.sample_side.solve_once` (without a progress bar),
+    sent to a worker process."""
+
+    net: object
+    link: object
+    hard_basis: np.ndarray
+    delta: float
+    etas: np.ndarray
+    ridge: float
+    Sigma0: np.ndarray
+    M0: np.ndarray
+    batch_args: tuple
+    jitter: float
+    seed: int
+    sampler: str
+    response: str
+    window: int
+    keep_law_at: tuple
+    exclude: object
+    prefix: Optional[dict]
+    horizon: Optional[int]
+    hard_process: bool
+    fine_lags: Optional[int]
+
+    def solve(self) -> dict:
+        return solve_once(self.net, self.link, self.hard_basis, self.delta, self.etas, self.ridge, self.Sigma0,
+                          self.M0, self.batch_args, self.jitter, self.seed, sampler=self.sampler,
+                          response=self.response, window=self.window, progress=None, keep_law_at=self.keep_law_at,
+                          exclude=self.exclude, prefix=self.prefix, horizon=self.horizon,
+                          hard_process=self.hard_process, fine_lags=self.fine_lags)
+
+
+def _half_batch(batch_args: tuple) -> tuple:
+    """The bias check's batch (:func:`theorykit.dynamics.sample_side.make_batch` arguments): node counts kept, paths
+    per node halved (at least 2 each)."""
+    if batch_args[0] != "monte-carlo":
+        half = batch_args[:2] + (max(2, batch_args[2] // 2), max(2, batch_args[3] // 2)) + batch_args[4:]
+        return half[:2] + (max(half[2], half[3]),) + half[3:]
+    return batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
+
+
+def _replica_jobs(setup: _Setup, num: DMFTNumerics, plan: Plan) -> list:
+    """The replicas' jobs: ``replicas`` solves with seeds SeedSequence(seed).spawn(replicas), then with the bias check
+    as many more with half the paths each (new seeds)."""
+    root_seq = np.random.SeedSequence(num.seed)
+    seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(num.replicas)]
+    base = ReplicaJob(setup.net, setup.lk, setup.hard_basis, setup.delta, setup.etas, setup.ridge, setup.Sigma0,
+                      setup.M0, plan.batch_args, num.jitter, 0, num.sampler, plan.response, plan.window,
+                      num.keep_law_at, None, setup.prefix, num.horizon, num.hard_process, plan.fine_lags)
+    jobs = [replace(base, seed=s, exclude=(None if num.exclude is None else num.exclude[i]))
+            for i, s in enumerate(seeds)]
+    if plan.bias_check:
+        half = replace(base, batch_args=_half_batch(plan.batch_args), keep_law_at=(), horizon=None)
+        jobs += [replace(half, seed=int(s.generate_state(1)[0])) for s in root_seq.spawn(num.replicas)]
+    return jobs
+
+
+def _replica_worker(job: ReplicaJob) -> dict:
+    # one BLAS thread per replica process: the GEMMs here are thin and memory-bound, and oversubscribed OpenBLAS
+    # threads made them 30x slower on a 2-core machine (threadpoolctl: the maintained way to set this at run time)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return job.solve()
+
+
+def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list:
+    """Every job's result, in order, on ``procs`` processes (forked); ``checking``: how many of the jobs are the bias
+    check's (for the progress bar)."""
+    from .._checks import Progress
+
+    # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
+    bar = Progress(len(jobs), label="dmft", unit=("replica solves" if not checking else
+                                                   f"replica solves ({checking} of them the bias check)")) \
+        if progress else None
+    results = []
+    if procs > 1:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        with ctx.Pool(procs) as pool:
+            for i, res in enumerate(pool.imap(_replica_worker, jobs)):
+                results.append(res)
+                if bar:
+                    bar.update(i + 1)
+    else:
+        for i, job in enumerate(jobs):
+            results.append(_replica_worker(job))
+            if bar:
+                bar.update(i + 1)
+    if bar:
+        bar.close(len(jobs))
+    return results
+
+
+def _replica_mean(group: list, key: str, S: int, two_time: bool = False):
+    """Mean over the replicas in ``group`` of their ``key`` (to S steps) and its standard error std / sqrt(replicas)."""
+    arr = np.stack([r[key][:S, :S] if two_time else r[key][:S] for r in group])
+    return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
+
+
+def _effective_overlap(results: list, S: int):
+    """V_eff = P_t^-1 C_mu P_t^-T (first hard direction), the covariance of the effective initial overlap
+    (hard_process.effective_overlap_covariance; m = 1: C_mu Sigma_0 / C_mu_init), from the replica means, and its
+    jackknife standard error over replicas."""
+    from .hard_process import effective_overlap_covariance
+
+    parts = [np.stack([r[key][:S, 0] if key in ("C_mu", "C_mu_init") else r[key][:S] for r in results])
+             for key in ("C_mu", "P_half", "C_mu_init")]
+    B = results[0]["Sigma0_half"]
+
+    def veff(idx):
+        return effective_overlap_covariance(*(q[idx].mean(0) for q in parts[:2]), B, parts[2][idx].mean(0))
+
+    R = len(results)  # >= 2 (checked)
+    jk = np.stack([veff(np.delete(np.arange(R), i)) for i in range(R)])
+    return veff(np.arange(R)), np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
+
+
+def _aggregate(results: list, halves: list, S: int, setup: _Setup, num: DMFTNumerics, plan: Plan) -> dict:
+    """The replicas' means (``mean``) and standard errors (``stderr``) to S steps, the bias check's ``bias`` (None
+    without it), the curvature tail ``D_tail``, the two-time ``kernels`` (None unless kept) and the first time the
+    hard process is unreliable (``hard_reliable_until``, None without one)."""
+    keys = ["M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu", "C_mu_init", "Ezu"]
+    mean, err = {}, {}
+    for key in keys:
+        mean[key], err[key] = _replica_mean(results, key, S)
+    bias = None
+    if plan.bias_check:
+        # E[f_N] = f + b/N (the noise of R_u enters C_theta quadratically): the bias of the reported mean is
+        # E[f_{N/2}] - E[f_N], estimated by the difference of the two groups' means
+        bias = {"stderr": {}}
+        for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu"):
+            mh, eh = _replica_mean(halves, key, S)
+            bias[key] = mh - mean[key]
+            bias["stderr"][key] = np.sqrt(eh ** 2 + err[key] ** 2)
+        # the reported uncertainty covers the finite-path bias: the estimate enters the standard error in quadrature
+        # (replica spread alone: bias["replica_stderr"])
+        bias["replica_stderr"] = {key: err[key].copy() for key in bias["stderr"]}
+        for key in bias["stderr"]:
+            err[key] = np.sqrt(err[key] ** 2 + bias[key] ** 2)
+    hard = bool(setup.hard_basis.shape[1] and num.hard_process)
+    if hard:
+        mean["V_eff"], err["V_eff"] = _effective_overlap(results, S)
+        if setup.m == 1:
+            mean["v_eff"], err["v_eff"] = mean["V_eff"][:, 0, 0], err["V_eff"][:, 0, 0]
+    tails = np.stack([r["D_tail"][:S] for r in results])
+    D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
+    err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(num.replicas)])
+    kern = None
+    if num.kernels:
+        kern = {}
+        for key in ("C_theta", "R_theta", "C_u", "R_u"):
+            kern[key], kern[key + "_stderr"] = _replica_mean(results, key, S, two_time=True)
+    # At long times C_mu is an average dominated by rare paths (per-path tangents that grew while D < 0), so replicas
+    # scatter and their spread understates the error.  Flag the first time where they disagree by more than 5%.
+    reliable = None
+    if hard:
+        tr = np.einsum("tjaa->t", mean["C_mu"])
+        tr_se = np.sqrt(np.einsum("tjaa->t", err["C_mu"] ** 2))
+        bad = np.flatnonzero(tr_se > HARD_RELIABLE_RSE * np.abs(tr))
+        reliable = int(bad[0]) - 1 if bad.size else S - 1
+    return {"mean": mean, "stderr": err, "bias": bias, "D_tail": D_tail, "kernels": kern,
+            "hard_reliable_until": reliable}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where a solve diverged (``step``), the hint, and whether the per-sample curvature stayed stable with no more
+    than EXCLUDED_LIMIT of the paths excluded (``numerical``: an instability of the response estimator, not of GD)."""
+
+    step: int
+    hint: str
+    numerical: bool
+
+
+def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: float,
+                         response: str) -> Optional[Divergence]:
+    """The first step at which a replica (or a bias-check replica) diverged, and why, or None if none did."""
+    div = [r["diverged"] for r in results + halves if r["diverged"] is not None]
+    if not div:
+        return None
+    step = min(div)
+    eta_max = float(np.max(etas))
+    dtops = [r["D_top"] for r in results if len(r["D_top"])]
+    top = max(float(np.max(d)) for d in dtops) if dtops else float("nan")
+    curv = (f"; the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
+            f"eta * D / delta = {eta_max * top / delta:.3g} (GD is stable only if this stays below ~2: "
+            f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
+    stable = math.isfinite(top) and eta_max * top / delta < 2.0
+    excl = max(r_["excluded"] for r_ in results)
+    if response == "stein" and float(np.min(etas)) < STEIN_MIN_ETA:
+        cause = (f": with steps below {STEIN_MIN_ETA} Stein's-lemma responses amplify Monte-Carlo noise (their "
+                 f"error grows like 1/eta^2), which is the likely cause; use response='direct' (the 'auto' default)")
+    elif stable and excl <= EXCLUDED_LIMIT:
+        cause = (f": the per-sample curvature stayed stable, so this is a numerical instability of the "
+                 f"{response!r} response estimator, not of GD; try response='direct' (or 'stein' with more paths)")
+    else:
+        cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
+    what = (f"unstable paths weighing {excl:.2g} > {EXCLUDED_LIMIT:g} were excluded" if excl > EXCLUDED_LIMIT
+            else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
+    return Divergence(int(step), f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}",
+                      bool(stable and excl <= EXCLUDED_LIMIT))
+
+
+def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, halves: list) -> dict:
+    """How a solve was carried out, in words (:attr:`DMFTResult.method`): the latent rule and response estimator
+    that 'auto' chose, the exclusion of unstable paths, the standard errors, the test loss, the hard process, the
+    curvature tail, kinks, the response sources and the bias check."""
+    hard_dim, response, fine_lags = setup.hard_basis.shape[1], plan.response, plan.fine_lags
+    return {
+        "latent_auto": plan.latent_auto,
+        "response_auto": ((f"direct Jacobians on the whole batch when they fit (memory {RESPONSE_MEMORY:g} B, "
+                           f"{DIRECT_AUTO_FLOPS:g} multiply-adds per replica), else stein if the smallest step is >= "
+                           f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not plan.kinked else
+                           "stein: the only estimator exact with a kinked activation or loss") if plan.auto else None),
+        "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight "
+                    f"is their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
+        "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not plan.bias_check
+                   else "sqrt(replica stderr^2 + bias^2): the replica spread and the estimated finite-path bias "
+                        "(bias_check) in quadrature; outputs are replica means"),
+        "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
+        "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
+                               "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
+        "hard_process": (None if not hard_dim else "not solved (hard_process=False)" if not num.hard_process else {
+            "method": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
+                      "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
+            "rank": max(i["rank"] for r_ in results for i in r_["hard_info"]),
+            "residual_drives": max(i["residual_drives"] for r_ in results for i in r_["hard_info"]),
+            "exact_fraction": min(i["exact_fraction"] for r_ in results for i in r_["hard_info"])}),
+        "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
+                  "(replica means) of the quadrature x Monte-Carlo measure",
+        "kinks": _kink_settings(setup.net, response, plan.window),
+        "response_sources": (None if response != "direct" else "every source time s" if fine_lags is None else
+                             f"dyadic source grid: every s at lags < {fine_lags}, every 2^j-th s at lags in "
+                             f"[2^(j-1), 2^j) x {fine_lags}; R_u(t, s) linearly interpolated in s between them"),
+        "bias_check": (None if not plan.bias_check else
+                       f"{num.replicas} more replicas of {int(halves[0]['N'])} paths each; "
+                       "bias = their mean - the reported mean (the finite-path bias if it scales like 1/paths)"),
+    }
+
+
+def _solve_settings(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, kinked: bool) -> dict:
+    """The numbers and choices of a solve (:attr:`DMFTResult.settings`); the prose is :func:`solve_method`'s."""
+    prefix, hard_dim, schedule = setup.prefix, int(setup.hard_basis.shape[1]), setup.given.schedule
+    overlaps = [r_["prefix_overlap"] for r_ in results] if prefix is not None else None
+    return {
+        "init": num.init,
+        "spectral_start": (None if prefix is None else {
+            "T": str(prefix["T"].expr), "steps": num.spectral_steps, "eta": num.spectral_eta, "m0": num.spectral_m0,
+            "overlap": float(np.mean(overlaps)),
+            "overlap_stderr": float(np.std(overlaps, ddof=1) / math.sqrt(len(results))),
+        }),
+        "activation": setup.net.activation.name, "link": setup.lk.name, "loss": setup.net.loss.name, "width": setup.m,
+        "a": setup.net.a.tolist(), "b": setup.net.b.tolist(), "delta": setup.delta, "ridge": setup.ridge,
+        "eta": (float(setup.eta) if schedule is None else None), "steps": setup.T,
+        "schedule": (None if schedule is None else setup.etas.tolist()),
+        "Sigma0": setup.Sigma0.tolist(), "M0": setup.M0.tolist(), "k": setup.k, "hard_dim": hard_dim,
+        "hard_basis": setup.hard_basis.tolist(), "latent": plan.latent,
+        "order": (plan.order if plan.latent != "monte-carlo" else None),
+        "replicas": num.replicas, "paths_per_replica": int(results[0]["N"]), "bias_check": bool(plan.bias_check),
+        "response_paths_per_replica": int(results[0]["NR"]), "paths_total": int(results[0]["N"]) * num.replicas,
+        "excluded_weight": max(r_["excluded"] for r_ in results),
+        "excluded_first_step": min((r_["excluded_at"] for r_ in results if r_["excluded_at"] is not None),
+                                   default=None),
+        "jitter": num.jitter, "sampler": num.sampler, "response": plan.response,
+        "window": (plan.window if plan.response == "stein" else None), "fine_lags": plan.fine_lags,
+        "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": num.seed,
+        "horizon": num.horizon, "hard_process_solved": bool(num.hard_process and hard_dim),
+        "processes": plan.processes, "kinked": kinked,
+    }
+
+
+def _problem(setup: _Setup):
+    """The solved Problem, or None when an ingredient cannot be rebuilt from its name."""
+    from ..problem import Problem
+
+    g, sched = setup.given, setup.given.schedule is not None
+    try:
+        return Problem(g.activation, g.link, g.loss, g.width, a=g.a, b=g.b, delta=setup.delta, ridge=setup.ridge,
+                       eta=(None if sched else setup.eta), steps=(None if sched else setup.steps),
+                       schedule=(tuple(float(v) for v in setup.etas) if sched else None), Sigma0=setup.Sigma0,
+                       M0=setup.M0)
+    except TheorykitError:
+        return None  # e.g. an ingredient object whose name does not rebuild it
+
+
+def _laws(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list):
+    """The kept path laws (keep_law_at: :class:`PathLaw` by time), or None."""
+    if not num.keep_law_at:
+        return None
+    from .result import PathLaw
+
+    latent = plan.latent + ({"gauss-hermite": f" ({plan.order} nodes per dimension)",
+                             "gauss-legendre": f" ({plan.order} nodes per piece)"}.get(plan.latent, ""))
+    return {t_: PathLaw.combine(t_, [r_["laws"][t_] for r_ in results], setup.hard_basis, latent)
+            for t_ in num.keep_law_at if all(t_ in r_["laws"] for r_ in results)}
 
 
 def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None, delta: Optional[float] = None,
-         eta=None,
-         steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None,
-         paths: int = defaults.DMFT_PATHS,
-         replicas: int = defaults.DMFT_REPLICAS, latent: str = defaults.DMFT_LATENT, order: Optional[int] = None, response_paths: Optional[int] = None,
-         jitter: float = defaults.DMFT_JITTER, sampler: str = defaults.DMFT_SAMPLER,
-         response: str = defaults.DMFT_RESPONSE, window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED,
-         processes: Optional[int] = None, kernels: bool = False, progress: bool = False,
-         bias_check="auto", keep_law_at=(), exclude=None, init: str = "random", spectral_T=None,
-         spectral_steps: int = 100, spectral_eta: float = 1.0, spectral_m0: float = 1e-2,
-         horizon: Optional[int] = None, hard_process: bool = True, fine_lags="auto") -> DMFTResult:
+         eta=None, steps: Optional[int] = None, schedule=None, ridge: float = 0.0, Sigma0=None, M0=None,
+         paths: int = defaults.DMFT_PATHS, replicas: int = defaults.DMFT_REPLICAS, latent: str = defaults.DMFT_LATENT,
+         order: Optional[int] = None, response_paths: Optional[int] = None, jitter: float = defaults.DMFT_JITTER,
+         sampler: str = defaults.DMFT_SAMPLER, response: str = defaults.DMFT_RESPONSE,
+         window: int = defaults.DMFT_WINDOW, seed: int = defaults.DMFT_SEED, processes: Optional[int] = None,
+         kernels: bool = False, progress: bool = False, bias_check="auto", keep_law_at=(), exclude=None,
+         init: str = "random", spectral_T=None, spectral_steps: int = 100, spectral_eta: float = 1.0,
+         spectral_m0: float = 1e-2, horizon: Optional[int] = None, hard_process: bool = True,
+         fine_lags="auto") -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
@@ -181,330 +617,56 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     0.375 W T^2 m^3 and T W log2(T/W) / 2 m^2 floats: docs/theory.md §3, numerics); "auto" takes W =
     DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.  Returns a :class:`DMFTResult`.
     """
-    from ..problem import Problem
-
-    if isinstance(activation, Problem):
-        # dmft(problem, paths=..., ...): the Problem's fields are the model, delta, ridge, steps and initial law
-        pr = activation
-        given = [k for k, v in (("link", link), ("a", a), ("b", b), ("delta", delta), ("eta", eta), ("steps", steps),
-                                ("schedule", schedule), ("Sigma0", Sigma0), ("M0", M0)) if v is not None]
-        if given or loss != "square" or width != 1 or ridge != 0.0:
-            raise TheorykitError(f"dmft(problem, ...): {(given or ['loss, width or ridge'])[0]} is part of the "
-                                 "Problem; use problem.replace(...)")
-        activation, link, loss, width = pr.activation, pr.link, pr.loss, pr.width
-        a, b, delta, ridge = pr.a, pr.b, pr.delta, pr.ridge
-        eta, steps, schedule = pr.eta, pr.steps, pr.schedule
-        Sigma0 = None if pr.Sigma0 is None else pr.Sigma0_matrix
-        M0 = None if pr.M0 is None else pr.M0_matrix
-    elif link is None or delta is None:
-        raise TheorykitError("dmft: give a Problem, or activation, link and delta (keyword form)")
-    call = dict(locals())  # the arguments, for the 'auto' response's fallback below
-    call.pop("Problem", None), call.pop("pr", None), call.pop("given", None)
-    from .._checks import Progress as _Progress, check_int as _check_int, check_number as _check_number, \
-        loss_undefined_at_start as _loss_undefined_at_start
-    from ..symbolic.ingredients import link as make_link
-    from ..symbolic.network import Network
-
     t0 = _time.perf_counter()
-    delta = _check_number("delta", delta, lambda v: v > 0, "> 0")
-    ridge = _check_number("ridge", ridge, lambda v: v >= 0, ">= 0")
-    if schedule is not None:
-        if eta is not None or steps is not None:
-            raise TheorykitError("give either eta and steps, or a schedule, not both")
-        etas = np.asarray(schedule, dtype=float).ravel()
-        if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
-            raise TheorykitError("the schedule must be a non-empty array of positive step sizes")
-    else:
-        if eta is None or steps is None:
-            raise TheorykitError("give eta and steps (or a schedule)")
-        eta = _check_number("eta", eta, lambda v: v > 0, "> 0")
-        steps = _check_int("steps", steps, 0)
-        _check_kernel_memory(steps, 1)  # before np.full: 10^12 steps must not allocate
-        etas = np.full(steps, eta)
-    paths = _check_int("paths", paths, 2)
-    replicas = _check_int("replicas", replicas, 2)
-    if paths // replicas < MIN_PATHS_PER_REPLICA:  # paths is the total over replicas
-        raise TheorykitError(f"paths = {paths} over replicas = {replicas} leaves {paths // replicas} path(s) per "
-                             f"replica (at least {MIN_PATHS_PER_REPLICA}): raise paths or lower replicas")
-    seed = _check_int("seed", seed, 0)
-    if not (isinstance(jitter, (int, float)) and 0 <= jitter < 1e-3):
-        raise TheorykitError(f"jitter must be in [0, 1e-3), got {jitter!r}")
-    if order is not None:
-        order = _check_int("order", order, 1, 1000)
-    net = Network(activation, loss, width, a=a, b=b)
-    lk = make_link(link)
-    m, k, T = net.m, lk.k, len(etas)
-    if T == 0 and response == "auto" and (paths // replicas) * m * m * 4 > RESPONSE_MEMORY:
-        # T = 0 with so many paths that auto cannot take the whole batch: it would choose by the step sizes (none)
-        raise TheorykitError("with steps = 0 and this many paths, choose response='direct' or 'stein' explicitly "
-                             "(or lower paths)")
-    _check_kernel_memory(T, m, k, min(replicas, processes if isinstance(processes, int) and processes > 0
-                                           else (_os.cpu_count() or 1)))
-    prefix = None
-    if init not in ("random", "spectral"):
-        raise TheorykitError(f"init must be 'random' or 'spectral', got {init!r}")
-    if init == "spectral":
-        # the spectral start, exactly: the DMFT of the normalised power iteration that builds the top eigenvector of
-        # (1/n) sum T(y_i) x_i x_i^T from a small overlap spectral_m0, then GD (docs/theory.md §3.3)
-        if m != 1 or k != 1:
-            raise TheorykitError("init='spectral' is implemented for width m = 1 and a single-index link")
-        if M0 is not None or Sigma0 is not None:
-            raise TheorykitError("init='spectral' sets the initial law itself: drop M0 and Sigma0")
-        from ..symbolic.ingredients import preprocessing as make_preprocessing
+    given = _given(activation, link, loss, width, a=a, b=b, delta=delta, eta=eta, steps=steps, schedule=schedule,
+                   ridge=ridge, Sigma0=Sigma0, M0=M0)
+    numerics = DMFTNumerics(paths=paths, replicas=replicas, latent=latent, order=order, response_paths=response_paths,
+                            jitter=jitter, sampler=sampler, response=response, window=window, seed=seed,
+                            processes=processes, kernels=kernels, progress=progress, bias_check=bias_check,
+                            keep_law_at=keep_law_at, exclude=exclude, init=init, spectral_T=spectral_T,
+                            spectral_steps=spectral_steps, spectral_eta=spectral_eta, spectral_m0=spectral_m0,
+                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags)
+    return _solve(given, numerics, t0)
 
-        spectral_steps = _check_int("spectral_steps", spectral_steps, 1)
-        spectral_eta = _check_number("spectral_eta", spectral_eta, lambda v: v > 0, "> 0")
-        spectral_m0 = _check_number("spectral_m0", spectral_m0, lambda v: 0 < v < 1, "in (0, 1)")
-        Tpre = make_preprocessing(spectral_T or "(y-1)/(y+sqrt(2*delta)-1)")
-        prefix = {"steps": spectral_steps, "T": Tpre, "eta": spectral_eta}
-        M0, Sigma0 = [[spectral_m0]], [[1.0 - spectral_m0 ** 2]]
-    Sigma0 = _matrix(Sigma0, (m, m), "Sigma0", np.eye(m))
-    if not np.allclose(Sigma0, Sigma0.T) or np.linalg.eigvalsh(Sigma0)[0] < -1e-12:
-        raise TheorykitError("Sigma0 must be symmetric positive semi-definite")
-    M0 = _matrix(M0, (k, m), "M0", np.zeros((k, m)))
-    hard_basis = hard_subspace_basis(lk) if prefix is None else np.zeros((k, 0))  # no hard process from a spectral start
-    kinks = net.activation.kinks
-    if kinks.discontinuities:
-        raise TheorykitError(f"the activation {net.activation.name!r} jumps at x = "
-                             f"{', '.join(f'{v:.6g}' for v in kinks.discontinuities)}: its D would carry derivatives "
-                             "of Dirac terms, which the DMFT does not handle (use a continuous activation)")
 
-    plan = make_plan(net, lk, hard_basis, (etas if prefix is None else np.concatenate([np.full(spectral_steps, spectral_eta), etas])), paths=paths, replicas=replicas, latent=latent, order=order,
-                     response=response, response_paths=response_paths, window=window, sampler=sampler,
-                     bias_check=bias_check, processes=processes, fine_lags=fine_lags)
-    latent, latent_auto, order, response, auto = plan.latent, plan.latent_auto, plan.order, plan.response, plan.auto
-    window, kinked, bias_check, batch_args, procs = (plan.window, plan.kinked, plan.bias_check, plan.batch_args,
-                                                     plan.processes)
+def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
+    """:func:`dmft`'s steps: check and plan, run the replicas, aggregate them, diagnose a divergence (response='auto'
+    re-solves a numerical blow-up of Stein's responses with direct Jacobians), describe the solve."""
+    from .._checks import loss_undefined_at_start
 
-    root_seq = np.random.SeedSequence(seed)
-    seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(replicas)]
-    try:
-        keep_law_at = sorted({int(v) for v in np.atleast_1d(np.asarray(keep_law_at if keep_law_at is not None else (),
-                                                                         dtype=float))})
-    except (TypeError, ValueError):
-        raise TheorykitError(f"keep_law_at must be a list of time indices, got {keep_law_at!r}") from None
-    if any(v < 0 or v > T for v in keep_law_at):
-        raise TheorykitError(f"keep_law_at: times must lie in 0..{T}, got {keep_law_at}")
-    if exclude is not None and (len(exclude) != replicas):
-        raise TheorykitError(f"exclude must hold one path mask per replica ({replicas}), got {len(exclude)}")
-    if not isinstance(hard_process, bool):
-        raise TheorykitError(f"hard_process must be True or False, got {hard_process!r}")
-    if horizon is not None:
-        horizon = _check_int("horizon", horizon, T)
-        _check_kernel_memory(horizon, m, k, 1)  # the innovations are drawn to the horizon
-    jobs = [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, s, sampler, response, window,
-             None, keep_law_at, (None if exclude is None else exclude[i]), prefix, horizon, hard_process, plan.fine_lags)
-            for i, s in enumerate(seeds)]
-    if bias_check:
-        # as many more replicas with half the paths each (node counts kept, paths per node halved; new seeds)
-        if batch_args[0] != "monte-carlo":
-            half = batch_args[:2] + (max(2, batch_args[2] // 2), max(2, batch_args[3] // 2)) + batch_args[4:]
-            half = half[:2] + (max(half[2], half[3]),) + half[3:]
-        else:
-            half = batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
-        jobs += [(net, lk, hard_basis, delta, etas, ridge, Sigma0, M0, half, jitter, int(s.generate_state(1)[0]),
-                  sampler, response, window, None, (), None, prefix, None, hard_process, plan.fine_lags)
-                 for s in root_seq.spawn(replicas)]
-    # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
-    bar = _Progress(len(jobs), label="dmft", unit=("replica solves" if not bias_check else
-                                                    f"replica solves ({replicas} of them the bias check)")) \
-        if progress else None
-    results = []
-    if procs > 1:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork")
-        with ctx.Pool(procs) as pool:
-            for i, res in enumerate(pool.imap(_replica_worker, jobs)):
-                results.append(res)
-                if bar:
-                    bar.update(i + 1)
-    else:
-        for i, job in enumerate(jobs):
-            results.append(_replica_worker(job))
-            if bar:
-                bar.update(i + 1)
-    if bar:
-        bar.close(len(jobs))
-    halves, results = results[replicas:], results[:replicas]
+    setup, num, plan = _prepare(given, raw)
+    R = num.replicas
+    results = _run_replicas(_replica_jobs(setup, num, plan), plan.processes, num.progress, R if plan.bias_check else 0)
+    halves, results = results[R:], results[:R]
     # a loss that is NaN (or infinite) at t = 0 is undefined at the initial point, not a divergence (issue 11)
-    err = _loss_undefined_at_start(net.loss, [r_["train_loss"][0] for r_ in results + halves
-                                              if len(r_["train_loss"])])
+    err = loss_undefined_at_start(setup.net.loss, [r_["train_loss"][0] for r_ in results + halves
+                                                   if len(r_["train_loss"])])
     if err is not None:
         raise err
-
     S = min(len(r["train_loss"]) for r in results + halves)
-    div = [r["diverged"] for r in results + halves if r["diverged"] is not None]
-
-    def stack(key, two_time=False, group=None):
-        arr = [r[key][:S, :S] if two_time else r[key][:S] for r in (results if group is None else group)]
-        arr = np.stack(arr)
-        return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
-
-    keys = ["M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu", "C_mu_init", "Ezu"]
-    mean, err = {}, {}
-    for key in keys:
-        mean[key], err[key] = stack(key)
-    bias = None
-    if bias_check:
-        # E[f_N] = f + b/N (the noise of R_u enters C_theta quadratically): the bias of the reported mean is
-        # E[f_{N/2}] - E[f_N], estimated by the difference of the two groups' means
-        bias = {"stderr": {}}
-        for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu"):
-            mh, eh = stack(key, group=halves)
-            bias[key] = mh - mean[key]
-            bias["stderr"][key] = np.sqrt(eh ** 2 + err[key] ** 2)
-        # the reported uncertainty covers the finite-path bias: the estimate enters the standard error in quadrature
-        # (replica spread alone: bias["replica_stderr"])
-        bias["replica_stderr"] = {key: err[key].copy() for key in bias["stderr"]}
-        for key in bias["stderr"]:
-            err[key] = np.sqrt(err[key] ** 2 + bias[key] ** 2)
-    if hard_basis.shape[1] and hard_process:
-        # V_eff = P_t^-1 C_mu P_t^-T (first hard direction), the covariance of the effective initial overlap
-        # (hard_process.effective_overlap_covariance; m = 1: C_mu Sigma_0 / C_mu_init): from the replica means,
-        # jackknife standard error over replicas; v_eff = V_eff[:, 0, 0] for m = 1
-        from .hard_process import effective_overlap_covariance
-
-        parts = [np.stack([r[key][:S, 0] if key in ("C_mu", "C_mu_init") else r[key][:S] for r in results])
-                 for key in ("C_mu", "P_half", "C_mu_init")]
-        B = results[0]["Sigma0_half"]
-
-        def veff(idx):
-            return effective_overlap_covariance(*(q[idx].mean(0) for q in parts[:2]), B, parts[2][idx].mean(0))
-
-        R = len(results)  # >= 2 (checked)
-        mean["V_eff"] = veff(np.arange(R))
-        jk = np.stack([veff(np.delete(np.arange(R), i)) for i in range(R)])
-        err["V_eff"] = np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
-        if m == 1:
-            mean["v_eff"], err["v_eff"] = mean["V_eff"][:, 0, 0], err["V_eff"][:, 0, 0]
-    tails = np.stack([r["D_tail"][:S] for r in results])
-    D_tail = np.column_stack([tails[:, :, 0].min(axis=0), tails[:, :, 1:].mean(axis=0)])
-    err["D_tail"] = np.column_stack([np.zeros(S), tails[:, :, 1:].std(axis=0, ddof=1) / math.sqrt(replicas)])
-    kern = None
-    if kernels:
-        kern = {}
-        for key in ("C_theta", "R_theta", "C_u", "R_u"):
-            kern[key], kern[key + "_stderr"] = stack(key, two_time=True)
-    diverged_at = None
-    if div:
-        step = min(div)
-        eta_max = float(np.max(etas))
-        dtops = [r["D_top"] for r in results if len(r["D_top"])]
-        top = max(float(np.max(d)) for d in dtops) if dtops else float("nan")
-        curv = (f"; the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
-                f"eta * D / delta = {eta_max * top / delta:.3g} (GD is stable only if this stays below ~2: "
-                f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
-        stable = math.isfinite(top) and eta_max * top / delta < 2.0
-        excl = max(r_["excluded"] for r_ in results)
-        if response == "stein" and float(np.min(etas)) < STEIN_MIN_ETA:
-            cause = (f": with steps below {STEIN_MIN_ETA} Stein's-lemma responses amplify Monte-Carlo noise (their "
-                     f"error grows like 1/eta^2), which is the likely cause; use response='direct' (the 'auto' default)")
-        elif stable and excl <= EXCLUDED_LIMIT:
-            cause = (f": the per-sample curvature stayed stable, so this is a numerical instability of the "
-                     f"{response!r} response estimator, not of GD; try response='direct' (or 'stein' with more paths)")
-        else:
-            cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
-        what = (f"unstable paths weighing {excl:.2g} > {EXCLUDED_LIMIT:g} were excluded" if excl > EXCLUDED_LIMIT
-                else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
-        diverged_at = {"step": int(step), "hint": (
-            f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}")}
-        if kinked and stable and excl <= EXCLUDED_LIMIT:
-            cause += ("; with a kinked activation or loss only Stein's responses are exact (no fallback to 'direct'): "
-                      "raise paths, or use larger steps")
-        if auto and not kinked and response == "stein" and stable and excl <= EXCLUDED_LIMIT:
-            # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
-            # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
-            # 31, direct ran to t = 150)
-            res = dmft(**{**call, "response": "direct"})
-            res.method["response_auto"] = (f"'stein' diverged at step {step} with a stable per-sample curvature "
-                                             "(a numerical instability of the estimator): re-solved with 'direct'")
-            res.seconds = _time.perf_counter() - t0
-            return res
-    tau = np.concatenate([[0.0], np.cumsum(etas)])[:S]
-    # At long times C_mu is an average dominated by rare paths (per-path tangents that grew while D < 0), so replicas
-    # scatter and their spread understates the error.  Flag the first time where they disagree by more than 5%.
-    reliable = None
-    if hard_basis.shape[1] and hard_process:
-        tr = np.einsum("tjaa->t", mean["C_mu"])
-        tr_se = np.sqrt(np.einsum("tjaa->t", err["C_mu"] ** 2))
-        bad = np.flatnonzero(tr_se > HARD_RELIABLE_RSE * np.abs(tr))
-        reliable = int(bad[0]) - 1 if bad.size else S - 1
-    settings = {
-        "init": init,
-        "spectral_start": (None if prefix is None else {
-            "T": str(prefix["T"].expr), "steps": spectral_steps, "eta": spectral_eta, "m0": spectral_m0,
-            "overlap": float(np.mean([r_["prefix_overlap"] for r_ in results])),
-            "overlap_stderr": float(np.std([r_["prefix_overlap"] for r_ in results], ddof=1) / math.sqrt(len(results))),
-            }),
-        "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
-        "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "ridge": ridge,
-        "eta": (float(eta) if schedule is None else None), "steps": T,
-        "schedule": (None if schedule is None else etas.tolist()),
-        "Sigma0": Sigma0.tolist(), "M0": M0.tolist(), "k": k, "hard_dim": int(hard_basis.shape[1]),
-        "hard_basis": hard_basis.tolist(), "latent": latent, "latent_auto": latent_auto,
-        "order": (order if latent != "monte-carlo" else None),
-        "replicas": replicas, "paths_per_replica": int(results[0]["N"]),
-        "bias_check": (None if not bias_check else f"{replicas} more replicas of {int(halves[0]['N'])} paths each; "
-                       "bias = their mean - the reported mean (the finite-path bias if it scales like 1/paths)"),
-        "response_paths_per_replica": int(results[0]["NR"]), "paths_total": int(results[0]["N"]) * replicas,
-        "excluded_weight": max(r_["excluded"] for r_ in results),
-        "excluded_first_step": min((r_["excluded_at"] for r_ in results if r_["excluded_at"] is not None),
-                                   default=None),
-        "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight is "
-                    f"their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
-        "jitter": jitter, "sampler": sampler, "response": response,
-        "response_auto": ((f"direct Jacobians on the whole batch when they fit (memory {RESPONSE_MEMORY:g} B, "
-                           f"{DIRECT_AUTO_FLOPS:g} multiply-adds per replica), else stein if the smallest step is >= "
-                           f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not kinked else
-                           "stein: the only estimator exact with a kinked activation or loss") if auto else None),
-        "kinks": _kink_settings(net, response, window),
-        "window": (window if response == "stein" else None), "fine_lags": plan.fine_lags,
-        "response_sources": (None if response != "direct" else "every source time s" if plan.fine_lags is None else
-                             f"dyadic source grid: every s at lags < {plan.fine_lags}, every 2^j-th s at lags in "
-                             f"[2^(j-1), 2^j) x {plan.fine_lags}; R_u(t, s) linearly interpolated in s between them"), "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": seed,
-        "horizon": horizon, "hard_process_solved": bool(hard_process and hard_basis.shape[1]),
-        "processes": procs,
-        "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not bias_check else
-                   "sqrt(replica stderr^2 + bias^2): the replica spread and the estimated finite-path bias (bias_check) "
-                   "in quadrature; outputs are replica means"),
-        "test_loss": "E[l(y, f(M_t^T z + w^t))], w^t ~ N(0, C_theta(t,t)) on the same paths",
-        "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
-                               "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
-        "hard_process": (None if not hard_basis.shape[1] else "not solved (hard_process=False)" if not hard_process
-                         else {
-            "method": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
-                      "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
-            "rank": max(i["rank"] for r_ in results for i in r_["hard_info"]),
-            "residual_drives": max(i["residual_drives"] for r_ in results for i in r_["hard_info"]),
-            "exact_fraction": min(i["exact_fraction"] for r_ in results for i in r_["hard_info"])}),
-        "D_tail": "smallest eigenvalue of D^t: min over paths, weighted quantiles 1e-5, 1e-4, 1e-3 "
-                  "(replica means) of the quadrature x Monte-Carlo measure",
-    }
-    # prose about how it was solved goes in ``method``; ``settings`` keeps the numbers and choices
-    method = {k: settings.pop(k) for k in METHOD_KEYS}
-    method["bias_check"], settings["bias_check"] = settings["bias_check"], bool(bias_check)
-    settings["kinked"] = method["kinks"] is not None
-    try:
-        problem = Problem(activation, link, loss, width, a=a, b=b, delta=delta, ridge=ridge,
-                          eta=(None if schedule is not None else eta), steps=(None if schedule is not None else steps),
-                          schedule=(None if schedule is None else tuple(float(v) for v in etas)), Sigma0=Sigma0,
-                          M0=M0)
-    except TheorykitError:
-        problem = None  # e.g. an ingredient object whose name does not rebuild it
-    laws = None
-    if keep_law_at:
-        from .result import PathLaw
-
-        laws = {t_: PathLaw.combine(t_, [r_["laws"][t_] for r_ in results], hard_basis,
-                                    latent + ({"gauss-hermite": f" ({order} nodes per dimension)",
-                                               "gauss-legendre": f" ({order} nodes per piece)"}.get(latent, "")))
-                for t_ in keep_law_at if all(t_ in r_["laws"] for r_ in results)}
-    return DMFTResult(problem=problem, method=method, laws=laws, excluded_masks=[r_["excluded_mask"] for r_ in results],
-        status="ok" if not div else "diverged", t=np.arange(S), time=tau, M=mean["M"], gram=mean["gram"],
+    agg = _aggregate(results, halves, S, setup, num, plan)
+    diverged = _diagnose_divergence(results, halves, setup.etas, setup.delta, plan.response)
+    if diverged and diverged.numerical and plan.auto and not plan.kinked and plan.response == "stein":
+        # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
+        # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
+        # 31, direct ran to t = 150)
+        res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
+        res.method["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable per-sample curvature "
+                                       "(a numerical instability of the estimator): re-solved with 'direct'")
+        res.seconds = _time.perf_counter() - t0
+        return res
+    method = solve_method(setup, num, plan, results, halves)
+    mean, hard = agg["mean"], setup.hard_basis.shape[1]
+    return DMFTResult(
+        problem=_problem(setup), method=method, laws=_laws(setup, num, plan, results),
+        excluded_masks=[r_["excluded_mask"] for r_ in results], status="ok" if diverged is None else "diverged",
+        t=np.arange(S), time=np.concatenate([[0.0], np.cumsum(setup.etas)])[:S], M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
-        C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=D_tail, stderr=err, kernels=kern, settings=settings,
-        seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
-        hard_reliable_until=reliable, bias=bias, v_eff=mean.get("v_eff"), V_eff=mean.get("V_eff"),
+        C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=agg["D_tail"], stderr=agg["stderr"],
+        kernels=agg["kernels"], settings=_solve_settings(setup, num, plan, results, method["kinks"] is not None),
+        seconds=_time.perf_counter() - t0,
+        diverged_at=(None if diverged is None else {"step": diverged.step, "hint": diverged.hint}), Ezu=mean["Ezu"],
+        hard_reliable_until=agg["hard_reliable_until"], bias=agg["bias"], v_eff=mean.get("v_eff"),
+        V_eff=mean.get("V_eff"),
         per_replica={key: np.stack([r_[key][:S] for r_ in results]) for key in ("M", "C_theta_tt")},
-        hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard_basis.shape[1] else None))
+        hard_ess=(np.min(np.stack([r_["hard_ess"][:S] for r_ in results]), axis=0) if hard else None))
