@@ -1,5 +1,6 @@
 """The specification lives in the project: docs/theory.md exists, every "docs/theory.md §N" citation in the package
-names a section that exists, and the package no longer cites the developers' THEORY.md (which users do not have)."""
+names a section that exists, the package no longer cites the developers' THEORY.md (which users do not have), and
+the generated API reference docs/api.md is current."""
 import re
 from pathlib import Path
 
@@ -54,3 +55,31 @@ def test_package_does_not_cite_THEORY_md():
             if re.search(r"\bTHEORY\b", line):
                 bad.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not bad, "THEORY.md citations left (use 'docs/theory.md §N'):\n" + "\n".join(bad)
+
+
+def _api_reference():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("api_reference", ROOT / "scripts" / "api_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_api_reference_is_current():
+    """docs/api.md is generated from the package (scripts/api_reference.py): regenerated in memory, it must equal the
+    committed page, so the reference cannot go stale.  After changing a public name or docstring, run
+    `python scripts/api_reference.py` and commit docs/api.md."""
+    api = ROOT / "docs" / "api.md"
+    assert api.is_file(), "docs/api.md is missing: run python scripts/api_reference.py"
+    page = _api_reference().render()
+    assert page == api.read_text(encoding="utf-8"), (
+        "docs/api.md is out of date with the package: run python scripts/api_reference.py and commit docs/api.md")
+
+
+def test_api_reference_covers_the_public_names():
+    import theorykit
+
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    missing = [n for n in theorykit.__all__ if f"`theorykit.{n}`" not in page]
+    assert not missing, f"public names missing from docs/api.md: {missing}"
