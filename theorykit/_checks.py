@@ -5,7 +5,7 @@ the value in its canonical type (``float``, ``int``, tuple of floats).  Scalars 
 length 1 is (:func:`check_vector`, :func:`check_matrix`).
 
 The names are public inside the package (no leading underscore) so modules import them from here instead of from
-each other's private helpers; :mod:`theorykit.simulate` re-exports the old private names for code that still uses
+each other's private helpers; :mod:`theorykit.referee.gd` re-exports the old private names for code that still uses
 them.
 """
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """One set of defaults, used by the Python API and the command line alike.
 
 A function's keyword default and the matching CLI option's default both name the constant here, so the two cannot
-drift apart (today they did: ``dmft(paths=20000)`` against ``--paths 65536``, ``capture_threshold(hi=1.0)`` against
-``--capture-hi 0.5``).  Only constants live here (no imports from the package), so every module may import it.
+drift apart.  Only constants live here (no imports from the package), so every module may import it.
 
 Groups:
 
 * problem (:class:`theorykit.Problem`): the loss, width, second-layer weights a, biases b, ridge, initial law;
 * simulate (:func:`theorykit.simulate`, the finite-d referee, and the ``simulate`` / ``sweep`` commands);
 * dmft (:func:`theorykit.dmft` and the ``dmft`` command), the gradient-flow grid (:func:`theorykit.flow_schedule`)
-  and the capture bisection (:func:`theorykit.capture_threshold`, ``--capture-hi``);
+  and the capture bisection (:func:`theorykit.capture_threshold`);
 * link analysis, Hermite coefficients and spectral thresholds.
 """
 

@@ -41,13 +41,10 @@ Equations (docs/theory.md §3, the first two steps; ridge lambda optional, defau
             test_loss(1) = E[l(y, f(M_1^T z + g))],  g ~ N(0, C_theta(1,1)) independent of (z, eps)
             M_2 = (1 - eta lambda) M_1 - eta Ezu1
 
-Cost and limits (CPU seconds on one core, Python ground types, square loss, numerical delta and eta).  The work is
-set by the size of the largest polynomial, u^1 = F(r^1, y): r^1 has degree 2q - 1 in k + [eps] + 2m variables for
-sigma of degree q (link of degree <= q), and u^1 degree about (2q - 1)(2q - 1).
-    sigma = x^2 or x + x^2/2, m = 1 or 2:       0.05-0.3 s;   m = 4: 1.3 s (M_0 = 0), 2.6 s (M_0 != 0)
-    sigma = x^3, m = 1: 0.05 s;  m = 2: 0.5-1 s (M_0 = 0), 7 s (M_0 != 0)
-    sigma = x^5, m = 1: 0.3 s (M_0 = 0), 11 s (M_0 != 0)
-    symbolic eta and delta: sigma = x + x^2/2, m = 2: 0.7 s;  sigma = x^3, m = 2: about 5 s
+Cost and limits (one core, Python ground types, square loss).  The work is set by the size of the largest
+polynomial, u^1 = F(r^1, y): r^1 has degree 2q - 1 in k + [eps] + 2m variables for sigma of degree q (link of degree
+<= q), and u^1 degree about (2q - 1)(2q - 1).  Quadratic sigma at m <= 4, sigma = x^3 at m <= 2 and sigma = x^5 at
+m = 1 take seconds or less, symbolic eta and delta included; a nonzero M_0 costs several times more.
 Beyond that (sigma = x^3 with m = 3, sigma = x^4 with m = 2 and M_0 != 0, multi-index links with noise and degree
 >= 3 at m = 2) a call takes minutes: use the numerical DMFT (theorykit.dmft) there.  A nonzero M_0 costs most,
 because r^0 then depends on z.

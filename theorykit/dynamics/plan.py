@@ -58,8 +58,8 @@ def latent_moment_error(link, order: int, cuts=()) -> float:
     same rule with min(8 x order, 370) nodes per axis (or piece), of E[y^p He_j(z_i)] / sqrt(E[y^2p] j!) over p = 1, 2,
     j = 0..4 and every latent coordinate i.  Exponentially small for smooth links, and for a link that jumps in z when
     the rule is cut at its jumps; O(1/order) for Gauss-Hermite across a jump (sign, Heaviside, Piecewise steps), where
-    its nodes place the jump arbitrarily (measured: y = sign(|z| - median|z|), logistic loss, delta = 8: 32 nodes gave
-    C_theta(100) = 4.26 against 2.38 with Monte-Carlo latents and 2.42 +- 0.05 for constrained GD at d = 1000)."""
+    its nodes place the jump arbitrarily (y = sign(|z| - median|z|), logistic loss: 32 nodes put C_theta(100) far
+    from both Monte-Carlo latents and constrained GD)."""
     from ..rules import HERMITE_MAX_ORDER, latent_rule
 
     def moments(q):
@@ -163,11 +163,12 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
     auto = response == "auto"
     if auto:
         # Stein's lemma divides by the conditional std of w^s given its past, O(eta): its noise grows like 1/eta^2
-        # relative to R_u.  Measured: excellent at eta = 1 (T = 200 at 0.6%); at eta = 0.05 (sigma = x^2) the DMFT
-        # blew up at step 27-29 while direct Jacobians ran to t = 300.
+        # relative to R_u: accurate at eta = 1 (tables/dmft_bench.md); at eta = 0.05 (sigma = x^2) the DMFT blew up
+        # within 30 steps while direct Jacobians ran on.
         # Stein's noise also biases C_theta (it enters quadratically): on the linear model's exact limit
-        # (docs/theory.md §3, theorykit.linear_gd) Stein at 20000 paths had the test loss 9% low, direct Jacobians on
-        # the whole batch were within their standard error.  So direct whenever the whole batch fits.
+        # (docs/theory.md §3, theorykit.linear_gd) Stein's responses put the test loss low by several standard
+        # errors, direct Jacobians on the whole batch were within their standard error.  So direct whenever the whole
+        # batch fits.
         per_rep = max(1, paths // replicas)
         if latent != "monte-carlo":
             Q_ = _latent_size(latent, order or (32 if nlat == 1 else 16), lk, cuts)
@@ -186,8 +187,8 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
     kinked = net.kinked
     if kinked:
         # Propagated Jacobians cannot carry a jump of u = F(r, y) (the chain rule through a jump is not defined; with
-        # the Dirac terms averaged over their innovation the Gram came out 9.6% high at t = 6 for ReLU, a = (1, -1),
-        # delta = 3): Stein's lemma is exact for any kink (docs/theory.md §3.1).
+        # the Dirac terms averaged over their innovation the Gram came out high for ReLU,
+        # tables/dmft_vs_sim_kink_notes.md): Stein's lemma is exact for any kink (docs/theory.md §3.1).
         if not auto and (response == "direct" or window):
             raise TheorykitError(f"response={response!r}{f' with window={window}' if window else ''} cannot carry the "
                                  "Dirac terms of a kinked activation or loss; use response='stein' (or 'auto') "

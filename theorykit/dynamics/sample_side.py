@@ -75,10 +75,10 @@ def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.nda
     Path n = p Q + q is w-path p of latent node q.  "sobol": one scrambled Sobol sequence of N points in (T+1) m
     dimensions; node q takes the contiguous run of points q P .. q P + P - 1 (P = N / Q; a balanced sub-net when P is
     a power of two; interleaving nodes instead would tie the low bits of n to the node and bias the strata).
-    Randomised QMC: each replica scrambles independently, so the replica spread is an honest error.  Measured: 3-8x
-    smaller standard errors of Theta^T Theta than i.i.d. paths, and than independent nets per node.  Weak spot:
-    moments dominated by |w| >~ 3 (e.g. E[w^6] in C_u for sigma = x^2, y = z^2) have right-skewed replica means, and
-    8-16 replicas understated their error (3-5 stated standard errors low); use sampler="random" there.
+    Randomised QMC: each replica scrambles independently, so the replica spread is an honest error.  Its standard
+    errors of Theta^T Theta are smaller than those of i.i.d. paths and of independent nets per node
+    (tables/dmft_bench.md).  Weak spot: moments dominated by |w| >~ 3 (e.g. E[w^6] in C_u for sigma = x^2, y = z^2)
+    have right-skewed replica means, and few replicas understate their error; use sampler="random" there.
     "random": i.i.d. normals."""
     if sampler == "random":
         return rng.standard_normal((T + 1, m, N))
@@ -250,9 +250,9 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         # Single paths at latent nodes of negligible probability (< NEGLIGIBLE_NODE: the outer Gauss-Hermite nodes,
         # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
         # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
-        # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported.  Measured:
-        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes without this (excluded weight
-        # 5e-13 with it).  Unstable paths of non-negligible probability are kept: they are GD's own divergence.
+        # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported (without this,
+        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes).  Unstable paths of
+        # non-negligible probability are kept: they are GD's own divergence.
         with np.errstate(invalid="ignore", over="ignore"):
             rs = np.where(np.isfinite(r), r, 0.0)
             der = net.evaluate(rs.T, y)

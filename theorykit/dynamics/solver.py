@@ -638,7 +638,7 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
     R = num.replicas
     results = _run_replicas(_replica_jobs(setup, num, plan), plan.processes, num.progress, R if plan.bias_check else 0)
     halves, results = results[R:], results[:R]
-    # a loss that is NaN (or infinite) at t = 0 is undefined at the initial point, not a divergence (issue 11)
+    # a loss that is NaN (or infinite) at t = 0 is undefined at the initial point, not a divergence
     err = loss_undefined_at_start(setup.net.loss, [r_["train_loss"][0] for r_ in results + halves
                                                    if len(r_["train_loss"])])
     if err is not None:
@@ -648,8 +648,7 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
     diverged = _diagnose_divergence(results, halves, setup.etas, setup.delta, plan.response)
     if diverged and diverged.numerical and plan.auto and not plan.kinked and plan.response == "stein":
         # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
-        # (measured: GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1 -- Stein diverged at step
-        # 31, direct ran to t = 150)
+        # (seen with GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1)
         res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
         res.method["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable per-sample curvature "
                                        "(a numerical instability of the estimator): re-solved with 'direct'")

@@ -66,7 +66,7 @@ from .._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_by
 from ..errors import TheorykitError
 from ..problem import Problem
 
-# the old private names, for code that still imports them from here (dmft.py); new code imports theorykit._checks
+# the old private names, for code that still imports them from here; new code imports theorykit._checks
 _Progress, _check_int, _check_number, _fmt_bytes = Progress, check_int, check_number, fmt_bytes
 
 #: default spectral preprocessing (bounded for y >= 0 and every delta; optimal for phase retrieval, docs/theory.md §6)
@@ -563,7 +563,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
             raise TheorykitError(f"spectral initialisation needs width m <= d (got m = {m}, d = {d})")
         from ..symbolic.admissible import check_preprocessing
 
-        check_preprocessing(lk, T_fn, delta)  # the same verdict on T as `theorykit spectral` (issue 11)
+        check_preprocessing(lk, T_fn, delta)  # the same verdict on T as `theorykit spectral`
 
     hard_basis = np.array(problem.analysis.hard_basis, dtype=float).reshape(k, -1)
     kH = hard_basis.shape[1]

@@ -29,15 +29,13 @@ residuals when the wanted eigenvalues are near zero).  What makes it fast:
   the convergence test on float64 residuals.  float32 products carry errors ~1e-7 ||H||: if tol asks for more
   (tol < TOL32), float64 Lanczos continues from there;
 * the start block (3k + 2 columns, wider than the later blocks of max(k, 8)) holds the single-sample spike vectors
-  x_i (x) u_i (docs/theory.md §4: the negative end of H is made of such spikes); they capture ~70-90% of each of
-  the 10 bottom eigenvectors in the benchmark problem.
+  x_i (x) u_i (docs/theory.md §4: the negative end of H is made of such spikes); they carry most of each of the
+  bottom eigenvectors in the benchmark problem.
 
-Measured (benchmarks/bench_hessian.py; d = 2000, m = 2, n = 8000, GeLU, square loss, y = z^2, k = 10, tol = 1e-8,
-2 shared cores, quiet): 0.45-0.52 s, 164 products in 16 passes over X, vs numpy.linalg.eigh of the dense Hessian
-9.8-11.3 s (20-25x, median of six sessions 22x) and dense build + eigh (28-33x); bottom eigenvalue |diff| ~5e-11.
-Alternatives measured there: scipy eigsh which="SA" (96 single-vector products, 3.8 s), lobpcg (7.2 s), and
-Chebyshev-filtered subspace iteration (ChFSI, 568 products, 1.4 s: about 3x block Lanczos's products, because the
-Krylov space of the same dimension contains the best polynomial filter for every Ritz vector).
+Speed against numpy.linalg.eigh of the dense Hessian, and the alternatives tried (scipy eigsh, lobpcg,
+Chebyshev-filtered subspace iteration, which needs more products than block Lanczos because the Krylov space of the
+same dimension contains the best polynomial filter for every Ritz vector): ``python benchmarks/bench_hessian.py``,
+tables/lanczos_bench.md and its notes.
 """
 from __future__ import annotations
 
@@ -277,7 +275,7 @@ class _Operator:
         """H Q for Q (md, b), in float64 (single: float32 products).
 
         Computed transposed, (H Q)^T = sum_c [D (X_c Q)]^T X_c: with b ~ 10 columns, OpenBLAS runs the wide-output
-        forms Q^T X_c^T and R^T X_c about 1.5x faster than X_c Q and X_c^T R (measured, float32, 1 thread)."""
+        forms Q^T X_c^T and R^T X_c faster than X_c Q and X_c^T R (float32, 1 thread)."""
         d, m = self.d, self.m
         md, b = Q.shape
         X, DT = (self.X32, self.DT32) if single else (self.X, self.DT)
@@ -603,8 +601,8 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
     reach), so the result has full float64 accuracy either way.
     threads (default: the usable cores): threads for the fused block products, each running single-threaded BLAS on
     its own rows (small problems run in one of them); threadpoolctl limits BLAS to one thread (process-wide) while the
-    Lanczos run lasts: multi-threaded BLAS on these small operations collapses when the cores are shared (measured
-    10-20x slower at d = 100-300 under load).  threads=1 keeps BLAS's own threading.
+    Lanczos run lasts: multi-threaded BLAS on these small operations collapses when the cores are shared.
+    threads=1 keeps BLAS's own threading.
     """
     X, n, d, m, ridge = _check(X, derivs, ridge, check_x=(method != "lanczos"))
     md = d * m
@@ -637,7 +635,7 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
             raise TheorykitError(f"threads must be an integer >= 1 or None, got {threads!r}")
         with _row_parallel(threads) as (pool, limiter):
             # BLAS single-threaded throughout (the small basis operations too): under shared cores, multi-threaded
-            # BLAS spin-waits in every call (measured 2-3x slower overall under load)
+            # BLAS spin-waits in every call
             with (limiter() if limiter is not None else nullcontext()):
                 lam, vec, res, matvecs = _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter)
     else:

@@ -1,4 +1,4 @@
-"""GD that trains the second layer too (issue 14 point 6, the paper's conventions): a referee beside
+"""GD that trains the second layer too (the paper's conventions, tables/paper_comparison.md): a referee beside
 :func:`theorykit.simulate`, which trains Theta only.  Plain NumPy (no fused kernel); same data and initial draws as
 the simulator (:func:`theorykit.referee.gd.draw_instance`), same success statistic
 (:func:`theorykit.referee.gd.subspace_overlap`)."""
