@@ -7,17 +7,21 @@ Build them with :func:`activation`, :func:`link` and :func:`loss`, which accept 
 """
 from __future__ import annotations
 
+import difflib
 import inspect
+import math
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Optional
+
+import mpmath
 
 import numpy as np
 import sympy as sp
 
 from .. import conventions as cv
-from ..errors import TheorykitError
+from ..errors import ParseError, TheorykitError
 from . import functions as fn
 from ._parse import parse_expression
 
@@ -88,10 +92,18 @@ class Activation:
     Gaussian expectations (e.g. mu_2 = E[sigma''(G)], which theorykit computes as E[sigma(G) He_2(G)]), but their
     contribution to the finite-n Hessian vanishes almost surely (no pre-activation sits exactly on a kink), so the
     numerical sigma'' drops them; ``singular_second_derivative`` says so.
+
+    Every Activation is admissible (checked on construction, once per expression: :func:`activation_problem`): sigma
+    depends on x only, is real and finite on the line, and E[sigma(G)^2] < infinity.
     """
 
     name: str
     expr: sp.Expr
+
+    def __post_init__(self):
+        problem = activation_problem(self.expr)
+        if problem:
+            raise TheorykitError(f"activation {self.name!r} {problem}")
 
     @property
     def x(self):
@@ -200,6 +212,17 @@ class Link:
     expr: sp.Expr
     k: int
     latent: tuple  # the latent symbols (z,) or (z1, ..., zk)
+    #: (("z5", "z"),) when the user's latent indices were renumbered to 1..k (unused ones dropped): (old, new) pairs
+    reindexed: tuple = ()
+
+    @property
+    def note(self) -> str:
+        """One line saying how the latent indices were renumbered ("" when they were not)."""
+        if not self.reindexed:
+            return ""
+        moves = ", ".join(f"{old} -> {new}" for old, new in self.reindexed)
+        return (f"latent indices renumbered ({moves}): y depends on {self.k} latent direction"
+                f"{'s' if self.k > 1 else ''} only, unused ones are dropped (they would count as hard directions)")
 
     @property
     def noisy(self) -> bool:
@@ -257,44 +280,154 @@ def _split_params(spec: str, registry: dict) -> tuple[str, dict]:
 
 
 def activation(spec) -> Activation:
-    """An :class:`Activation` from a preset name ('gelu', 'relu', ...), an expression in x, or an Activation."""
+    """An :class:`Activation` from a preset name ('gelu', 'relu', ...), an expression in x, or an Activation.
+
+    Refused with one line: an expression that is not admissible (:func:`activation_problem`), and a name that is
+    neither a preset nor an expression (with the nearest preset names when there are any)."""
     from . import presets
 
     if isinstance(spec, Activation):
         return spec
     if isinstance(spec, sp.Expr):
-        return _check_activation(Activation(str(spec), spec))
+        return Activation(str(spec), spec)
     name, params = _split_params(str(spec), presets.ACTIVATIONS)
     if name in presets.ACTIVATIONS:
         return Activation(name, presets.ACTIVATIONS[name](**params))
-    expr = parse_expression(str(spec), {"x": cv.X}, what="activation")
-    return _check_activation(Activation(str(spec).strip(), expr))
+    expr = _parse_or_suggest(str(spec), {"x": cv.X}, "activation", presets.ACTIVATIONS)
+    return Activation(str(spec).strip(), expr)
+
+
+#: a name that may be a preset's (letters, digits, '_' and '-', optionally ':key=value,...'): when it is neither a
+#: preset nor an expression, the error suggests the nearest preset names
+_PRESET_LIKE = re.compile(r"\s*([A-Za-z][\w-]*)\s*(:.*)?", re.DOTALL)
+
+
+def _parse_or_suggest(text: str, symbols: dict, what: str, registry: dict) -> sp.Expr:
+    """parse_expression, but a text that looks like a preset name and does not parse (or parses to a name with '-',
+    e.g. 'sign-symetric') is answered with the nearest preset names (difflib; nothing the user typed is evaluated)."""
+    m = _PRESET_LIKE.fullmatch(text)
+    try:
+        expr = parse_expression(text, symbols, what=what)
+    except ParseError as e:
+        if not m:
+            raise
+        name = m.group(1)
+        close = difflib.get_close_matches(name.lower().replace("_", "-"), list(registry), n=3, cutoff=0.6)
+        if close:
+            raise ParseError(f"unknown {what} {name!r}: did you mean {' or '.join(map(repr, close))}?") from None
+        if "-" in name or m.group(2):
+            raise ParseError(f"{e} (and {name!r} is not a preset either; presets: {', '.join(registry)})") from None
+        raise ParseError(f"{e}; presets: {', '.join(registry)}") from None
+    return expr
 
 
 _GRID = np.linspace(-5.0, 5.0, 201)
 
 
-def _check_finite(what: str, name: str, expr: sp.Expr, args: list) -> None:
-    """Refuse an expression that is not real and finite on a grid of [-5, 5] in every argument."""
-    f = lambdify_safe(args, expr, what)
+def _finite_problem(expr: sp.Expr, args: list) -> str:
+    """Why an expression is not real and finite on a grid of [-5, 5] in every argument ("" when it is)."""
+    f = lambdify_safe(args, expr, "check")
     cols = [_GRID if i == 0 else np.resize(_GRID[::7], _GRID.shape) for i in range(len(args))]
     try:
         vals = f(*cols)
     except (TypeError, ValueError, ZeroDivisionError) as e:
-        raise TheorykitError(f"{what} {name!r} cannot be evaluated numerically ({type(e).__name__})") from None
+        return f"cannot be evaluated numerically ({type(e).__name__})"
     bad = ~np.isfinite(vals)
     if bad.any():
         i = int(np.argmax(bad))
         at = ", ".join(f"{a}={c[i]:g}" for a, c in zip(args, cols))
-        raise TheorykitError(f"{what} {name!r} is not real and finite at {at}")
+        return f"is not real and finite at {at}"
+    return ""
 
 
-def _check_activation(a: Activation) -> Activation:
-    extra = a.expr.free_symbols - {cv.X}
+def _check_finite(what: str, name: str, expr: sp.Expr, args: list) -> None:
+    """Refuse an expression that is not real and finite on a grid of [-5, 5] in every argument."""
+    problem = _finite_problem(expr, args)
+    if problem:
+        raise TheorykitError(f"{what} {name!r} {problem}")
+
+
+#: |x| of the tail points of the admissibility check: 8, 16, ..., 2^20 (and a point 1/7 further out beside each)
+_TAIL = tuple(2.0 ** j for j in range(3, 21))
+#: log(sigma(x)^2 phi(x)) above this anywhere in the tail: E[sigma(G)^2] is infinite or beyond floating point (e^709)
+_LOG_TAIL_MAX = 1000.0
+_NOT_L2 = ("is not admissible: E[sigma(G)^2] is infinite for G ~ N(0, 1) ({why}); the theory needs a sigma with "
+           "E[sigma(G)^2] < infinity, real on the line")
+
+
+@lru_cache(maxsize=256)
+def activation_problem(expr: sp.Expr) -> str:
+    """Why sigma(x) = expr is not an admissible activation, as the end of a one-line error ("" when it is): the one
+    check every command's activation passes (on construction of an :class:`Activation`; cached per expression).
+
+    Admissible: depends on x only; real and finite on a grid of [-5, 5], and real at the tail points |x| = 8 ... 2^20
+    (mpmath, 30 digits); no real pole (a real root of the denominator of a rational sigma); and E[sigma(G)^2] <
+    infinity, judged from the tail: log(sigma(x)^2 phi(x)) stays below 1000 (beyond that E[sigma(G)^2] is infinite or
+    beyond floating point) and, between |x| = 2^19 and 2^20, sigma(x)^2 phi(x) decays faster than 1/|x| (local power
+    > 1.001; a sigma of polynomial growth decays like exp(-x^2/2)).  Not seen: a sigma that blows up only beyond 2^20
+    (e.g. exp(x^4/1e15)), a pole of a non-rational sigma that misses the grid; a tail value that mpmath cannot
+    evaluate, or that is not finite there (erfinv(tanh(x)) once tanh rounds to 1), gives no verdict.
+    """
+    extra = expr.free_symbols - {cv.X}
     if extra:
-        raise TheorykitError(f"activation {a.name!r} must depend on x only (found {sorted(map(str, extra))})")
-    _check_finite("activation", a.name, a.expr, [cv.X])
-    return a
+        return f"must depend on x only (found {sorted(map(str, extra))})"
+    problem = _finite_problem(expr, [cv.X])
+    if problem or not expr.has(cv.X):
+        return problem
+    return _pole_problem(expr) or _tail_problem(expr)
+
+
+def _pole_problem(expr: sp.Expr) -> str:
+    if not expr.is_rational_function(cv.X):  # others: the grid and tail checks only (cancel could take long)
+        return ""
+    try:
+        den = sp.denom(sp.cancel(expr))
+        if not den.has(cv.X):
+            return ""
+        coeffs = [complex(c) for c in sp.Poly(den, cv.X).all_coeffs()]
+    except Exception:  # SymPy cannot split it: the grid and tail checks only
+        return ""
+    for r in np.roots(coeffs) if len(coeffs) > 1 else ():
+        if abs(r.imag) <= 1e-9 * (1 + abs(r)):
+            return _NOT_L2.format(why=f"a pole at x = {r.real:.6g}")
+    return ""
+
+
+def _tail_problem(expr: sp.Expr) -> str:
+    try:
+        f = sp.lambdify(cv.X, expr, modules=[fn.MPMATH_MODULE, "mpmath"])
+    except Exception:
+        return ""
+    logs = {}  # (sign, R) -> max of log(sigma(x)^2 phi(x)) over x = sign R, sign R (1 + 1/7)
+    with mpmath.workdps(30):
+        for R in _TAIL:
+            for sign in (1, -1):
+                best = -mpmath.inf
+                for x in (sign * R, sign * R * 8 / 7):
+                    try:
+                        v = mpmath.mpmathify(f(mpmath.mpf(x)))
+                    except Exception:  # mpmath lacks the function or refuses the point: no verdict from the tail
+                        return ""
+                    re_, im = mpmath.re(v), mpmath.im(v)
+                    if not (mpmath.isfinite(re_) and mpmath.isfinite(im)):
+                        return ""  # e.g. erfinv(tanh(x)), whose tanh rounds to 1: no verdict from the tail
+                    if abs(im) > 1e-12 * max(1, abs(re_)):
+                        return f"is not real at x={x:g} (sigma must be real on the whole line)"
+                    if re_ != 0:
+                        best = max(best, 2 * mpmath.log(abs(re_)) - mpmath.mpf(x) ** 2 / 2)
+                if best > _LOG_TAIL_MAX:
+                    return _NOT_L2.format(why=f"sigma(x)^2 exp(-x^2/2) grows past e^{_LOG_TAIL_MAX:g} by |x| = {R:g}")
+                logs[sign, R] = best
+    R1, R2 = _TAIL[-2], _TAIL[-1]
+    for sign in (1, -1):
+        a, b = logs[sign, R1], logs[sign, R2]
+        if b == -mpmath.inf:
+            continue
+        power = -(b - a) / math.log(R2 / R1) if a != -mpmath.inf else -mpmath.inf
+        if power <= 1.001:
+            return _NOT_L2.format(why=f"sigma(x)^2 exp(-x^2/2) does not decay faster than 1/|x| as x -> "
+                                      f"{'+' if sign > 0 else '-'}infinity")
+    return ""
 
 
 def loss(spec) -> Loss:
@@ -306,7 +439,7 @@ def loss(spec) -> Loss:
     name, params = _split_params(str(spec), presets.LOSSES)
     if name in presets.LOSSES:
         return Loss(name, presets.LOSSES[name](**params))
-    expr = parse_expression(str(spec), {"y": cv.Y, "yhat": cv.YHAT}, what="loss")
+    expr = _parse_or_suggest(str(spec), {"y": cv.Y, "yhat": cv.YHAT}, "loss", presets.LOSSES)
     if not expr.has(cv.YHAT):
         raise TheorykitError(f"loss {_clip(spec)} does not depend on yhat")
     return Loss(str(spec).strip(), expr)
@@ -330,7 +463,7 @@ def link(spec) -> Link:
             if int(i) < 1 or int(i) > 16:
                 raise TheorykitError(f"link {_clip(text)}: latent index z{i} out of range (z1..z16)")
             symbols[f"z{int(i)}"] = cv.z_symbol(int(i))
-        expr = parse_expression(text, symbols, what="link")
+        expr = _parse_or_suggest(text, symbols, "link", presets.LINKS)
         label = text.strip()
     return _make_link(label, expr)
 
@@ -345,16 +478,15 @@ def _make_link(name: str, expr: sp.Expr) -> Link:
     extra = syms - {cv.Z, cv.EPS} - set(multi)
     if extra:
         raise TheorykitError(f"link {name!r}: unknown symbols {sorted(map(str, extra))}")
-    if len(multi) == 1 and multi[0] == cv.z_symbol(1):
-        # z1 alone is a single-index link: write it in z, which the single-index analysis is built on
-        expr = expr.xreplace({multi[0]: cv.Z})
-        multi = []
-    if multi:
-        k = int(multi[-1].name[1:])
-        latent = tuple(cv.z_symbol(i) for i in range(1, k + 1))
-    else:
-        k, latent = 1, (cv.Z,)
-    lk = Link(name, expr, k, latent)
+    # unused latent indices (y = z5^2, y = z1 z3) are dropped: the used ones are renumbered 1..k, and the Link records
+    # the renaming (an unused coordinate would count as a hard direction of y and change k, the subspaces, delta_alg)
+    new = [cv.z_symbol(i + 1) for i in range(len(multi))] if len(multi) > 1 else [cv.Z] * len(multi)
+    reindexed = tuple((old.name, sym.name) for old, sym in zip(multi, new) if old != sym and old != cv.z_symbol(1))
+    # z1 alone is a single-index link: written in z, which the single-index analysis is built on (no renumbering)
+    expr = expr.xreplace(dict(zip(multi, new)))
+    k = max(1, len(multi))
+    latent = tuple(new) if len(multi) > 1 else (cv.Z,)
+    lk = Link(name, expr, k, latent, reindexed)
     _check_finite("link", name, expr, list(latent) + [cv.EPS])
     return lk
 

@@ -97,14 +97,15 @@ class LinkAnalysis:
         return out
 
     def as_dict(self) -> dict:
-        """JSON: an exponent that is null comes with "<name>_reason" saying why."""
+        """JSON: an exponent that is null comes with "<name>_reason" saying why; "reindexed" maps the user's latent
+        names to the ones used when unused indices were dropped ({"z5": "z"} for y = z5^2; {} when none were)."""
         reasons = {f"{k}_reason": v for k, v in self.exponent_reasons().items()}
         return {"link": str(self.link.expr), "name": self.link.name, "k": self.k,
                 "information_exponent": self.information_exponent,
                 "generative_exponent": self.generative_exponent, **reasons, "easy_dim": self.easy_dim,
                 "hard_dim": self.hard_dim, "easy_basis": self.easy_basis.tolist(),
                 "hard_basis": self.hard_basis.tolist(), "delta_alg": self.delta_alg.as_dict(),
-                "method": self.method, "notes": list(self.notes)}
+                "method": self.method, "notes": list(self.notes), "reindexed": dict(self.link.reindexed)}
 
 
 def _is_polynomial(link: Link) -> bool:
@@ -412,7 +413,7 @@ def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
 
 @functools.lru_cache(maxsize=64)
 def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
-    notes = []
+    notes = [lk.note] if lk.note else []
     info = gen = None
     if lk.k == 1:
         z = cv.Z
