@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from theorykit._cli.table import split_top
+from theorykit._cli._args import split_top
 from theorykit.cli import main
 from theorykit.compare import settings_table as st
 from theorykit.errors import TheorykitError

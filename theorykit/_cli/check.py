@@ -17,7 +17,7 @@ difference {exact, value}, how, seconds.  Exit status: 0 equal or agrees, 3 diff
 """
 import argparse
 
-from ._simargs import check_args, integer, seconds
+from ._args import add_network_arguments, check_args, integer, seconds
 
 #: exit status of a claim that differs from the computed value (0: equal; 2 is a bad input, 1 an internal error)
 DIFFERS = 3
@@ -25,8 +25,6 @@ UNDECIDED = 4
 
 
 def add_parser(sub):
-    from .derive import add_network_arguments
-
     p = sub.add_parser("check", help="check a hand calculation: a claimed closed form against theorykit",
                        description=__doc__.split("\n\n")[0])
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=type(p))

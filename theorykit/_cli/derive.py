@@ -3,20 +3,12 @@ import sympy as sp
 
 from .. import defaults
 from ..errors import TheorykitError
+from ..symbolic.network import Network
+from ._args import add_network_arguments
 
 #: widest network whose symbolic F (m entries) and D (m x m) `derive` builds and prints: measured on one CPU core,
 #: width 16 takes about 3 s (square loss) to 8 s (logistic), width 24 about 5 s to 23 s and width 40 minutes
 DERIVE_MAX_WIDTH = 16
-from ..symbolic.network import Network
-
-
-def add_network_arguments(p, loss_required=True):
-    p.add_argument("--activation", required=True, help="preset or expression in x")
-    p.add_argument("--loss", required=loss_required, default=defaults.LOSS,
-                   help="preset (square, logistic, huber) or expression in y, yhat")
-    p.add_argument("--width", type=int, default=defaults.WIDTH, help="number of hidden units m")
-    p.add_argument("--a", default=None, help="second-layer weights, comma-separated (default all 1)")
-    p.add_argument("--b", default=None, help="biases, comma-separated (default all 0)")
 
 
 def add_parser(sub):

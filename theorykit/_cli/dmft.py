@@ -15,12 +15,11 @@ import math
 import sys
 
 from .. import defaults
-from ._simargs import add_initial_law_arguments, check_args, check_width, initial_law, integer, nonnegative_float, \
-    positive_float, seed_type
+from ._args import add_initial_law_arguments, add_network_arguments, check_args, check_width, initial_law, integer, \
+    nonnegative_float, positive_float, seed_type
 
 EXAMPLE = ("example: theorykit dmft --activation relu --link phase-retrieval --delta 2 --eta 0.5 --steps 40 "
            "--paths 4096 --replicas 4 --predict-d 200")
-from .derive import add_network_arguments
 
 
 def add_parser(sub):

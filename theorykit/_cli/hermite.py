@@ -1,6 +1,6 @@
 """theorykit hermite ACT [--degree K] [--json]"""
 from ..symbolic.hermite import hermite_coefficients
-from ._simargs import check_args, integer, seconds
+from ._args import check_args, integer, seconds
 
 
 def add_parser(sub):

@@ -16,66 +16,20 @@ link has no hard direction), edge_case ("fold", "domain" or "atom"), atom_mass (
 ridge), method, notes, law {source, paths}, problem.  Every value that is not finite
 is null (theorykit.cli.to_json, which lists them under "non_finite").
 """
-import math
 import time
 
 import numpy as np
 
 from .. import defaults
-from ._simargs import check_args, check_width, integer, nonnegative_float, positive_float, seed_type
-from .derive import add_network_arguments
+from ._args import add_dmft_arguments, add_problem_arguments, check_args, check_hessian_width, fmt, integer, \
+    make_problem
 
 EXAMPLE = ("example: theorykit hessian --activation gelu --link phase-retrieval --loss square --delta 10 --eta 1 "
            "--t 20 --d 500 --paths 8192 --replicas 4")
-#: widths the m x m Hessian solver takes (theorykit.spectra.hessian.HessianLaw refuses m > 8)
-HESSIAN_MAX_WIDTH = 8
 #: default density points, finite-d eigenpairs and predicted spikes
 POINTS = 100
 HESSIAN_K = 10
 SPIKES = 5
-
-
-# ------------------------------------------------------------------------------------- shared with `threshold`
-def add_problem_arguments(p, *, delta: bool = True):
-    """--activation --loss --width --a --b --link [--delta] --eta --ridge (the Problem), with their range checks."""
-    add_network_arguments(p, loss_required=False)
-    check_width(p)
-    p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
-    if delta:
-        p.add_argument("--delta", type=positive_float, required=True, help="samples per dimension n/d (> 0)")
-    p.add_argument("--eta", type=positive_float, required=True, help="constant learning rate > 0")
-    p.add_argument("--ridge", type=nonnegative_float, default=defaults.RIDGE, help="ridge lambda >= 0 (default 0)")
-
-
-def add_dmft_arguments(p, paths: int, replicas: int):
-    p.add_argument("--paths", type=integer(2), default=paths,
-                   help=f"DMFT sample paths in total over all replicas, >= 2 (default {paths})")
-    p.add_argument("--replicas", type=integer(2), default=replicas,
-                   help=f"independent DMFT solves giving the standard errors, >= 2 (default {replicas})")
-    p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,
-                   help=f"seed of the DMFT's replicas (and of the finite-d referee), an integer >= 0 (default "
-                        f"{defaults.DMFT_SEED})")
-    p.add_argument("--progress", action="store_true", help="progress bar on stderr")
-
-
-def check_hessian_width(args):
-    from ..errors import TheorykitError
-
-    if args.width > HESSIAN_MAX_WIDTH:
-        raise TheorykitError(f"argument --width: the Hessian theory's m x m solver takes widths up to "
-                             f"{HESSIAN_MAX_WIDTH}, got {args.width}")
-
-
-def make_problem(args, delta: float, steps: int):
-    from ..problem import Problem
-
-    return Problem(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=delta,
-                   ridge=args.ridge, eta=args.eta, steps=steps)
-
-
-def fmt(v, spec=".6g", none="n/a") -> str:
-    """v formatted, or ``none`` for a missing or non-finite value."""
-    return none if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
 
 
 # ------------------------------------------------------------------------------------------------ the command

@@ -1,7 +1,7 @@
 """theorykit link LINK [--json]"""
 from ..symbolic import gaussian
 from ..symbolic.links import analyse_link
-from ._simargs import check_args, integer, seconds
+from ._args import check_args, integer, seconds
 
 
 def add_parser(sub):

@@ -31,15 +31,20 @@ import math
 import os
 import time
 
-from ._simargs import check_args, integer, positive_float
+from ._args import add_problem_arguments, check_args, integer, make_problem, parse_numbers, split_top
 
 KINDS = ("success", "hessian", "delta-star", "escape", "escape-d", "dmft-vs-sim", "grokking")
 
 
-def add_parser(sub):
-    from . import hessian as hessian_cmd
-    from .hessian import add_problem_arguments
+def _hessian_command():
+    """The `theorykit hessian` command (plot hessian is it, drawn): taken from the registry theorykit.cli.COMMANDS
+    rather than imported from its module, since no command module imports another."""
+    from ..cli import COMMANDS
 
+    return COMMANDS["hessian"]
+
+
+def add_parser(sub):
     p = sub.add_parser("plot", help="figures: success vs delta, Hessian spectrum, delta*(t), escape times, DMFT vs GD, "
                                     "grokking (PNG and PDF)",
                        description=__doc__.split("\n\n")[0])
@@ -71,7 +76,7 @@ def add_parser(sub):
     s.add_argument("--csv-dir", default=None, help="folder of the sweeps' CSVs (resumable)")
     s.add_argument("--processes", type=integer(1), default=None)
 
-    h = hessian_cmd.add_parser(kinds)  # every argument of `theorykit hessian`
+    h = _hessian_command().add_parser(kinds)  # every argument of `theorykit hessian`
 
     for name in ("delta-star", "escape", "escape-d"):
         k = kinds.add_parser(name, help=f"{name} from a table")
@@ -247,7 +252,6 @@ def _success(args):
     from ..errors import TheorykitError
     from ..problem import Problem
     from ..referee.sweeps import summarise, sweep
-    from .table import parse_numbers, split_top
 
     acts = split_top(args.activations)
     eta = parse_eta(args.eta, acts)
@@ -311,7 +315,6 @@ def _success(args):
 
 
 def _hessian(args):
-    from . import hessian as hessian_cmd
     from ..errors import TheorykitError
 
     if args.d is None:
@@ -319,7 +322,7 @@ def _hessian(args):
     if args.d * args.width > 1000:
         raise TheorykitError(f"plot hessian draws the full spectrum (dense): d * m <= 1000, got {args.d * args.width}")
     args.hessian_k, args.hessian_method = args.d * args.width, "dense"
-    r = hessian_cmd.run(args)
+    r = _hessian_command().run(args)
     from ..compare import figures
 
     sim = r["simulated"] or {}
@@ -360,7 +363,6 @@ def _from_table(args, part):
 
 def _runs(args):
     from ..referee.gd import simulate
-    from .hessian import make_problem
 
     pr = make_problem(args, args.delta, args.steps)
     sims = []

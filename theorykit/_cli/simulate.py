@@ -9,7 +9,7 @@ population_test_loss[_error] are null when k + noisy + m > 4 (method.population_
 """
 import sys
 
-from ._simargs import check_args, add_simulation_arguments, simulation_kwargs
+from ._args import check_args, add_simulation_arguments, simulation_kwargs
 
 
 def add_parser(sub):

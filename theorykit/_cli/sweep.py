@@ -6,7 +6,7 @@ written with other settings is refused).  Exit status 2, with one line, when eve
 import math
 import sys
 
-from ._simargs import check_args, SEED_MAX, add_simulation_arguments, integer, simulation_kwargs
+from ._args import check_args, SEED_MAX, add_simulation_arguments, integer, simulation_kwargs
 from ..errors import TheorykitError
 
 

@@ -16,24 +16,7 @@ cache, seconds.
 import os
 import time
 
-from ._simargs import check_args, integer
-
-
-def split_top(text: str) -> list:
-    """Comma-separated items, splitting only outside brackets (an expression such as Max(0, x) stays whole)."""
-    out, depth, cur = [], 0, ""
-    for ch in str(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur.strip())
-    return [o for o in out if o]
+from ._args import check_args, integer, parse_numbers, split_top
 
 
 def add_parser(sub):
@@ -67,20 +50,6 @@ def add_parser(sub):
                                                  "~/.cache/theorykit/table without --out)")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr")
     return p
-
-
-def parse_numbers(text, what, kind=float):
-    from ..errors import TheorykitError
-
-    try:
-        vals = [kind(v) for v in split_top(text)]
-    except ValueError:
-        raise TheorykitError(f"--{what} must be comma-separated numbers, got {text!r}") from None
-    if not vals or any(not v > 0 for v in vals):
-        raise TheorykitError(f"--{what} must be numbers > 0, got {text!r}")
-    if len(set(vals)) != len(vals):
-        raise TheorykitError(f"--{what} repeats a value: {text!r}")
-    return vals
 
 
 def command_line(args) -> str:

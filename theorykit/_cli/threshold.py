@@ -18,8 +18,8 @@ margin on the grid is an error (exit 2, one line, with the margins tried).
 """
 import time
 
-from ._simargs import check_args, integer, positive_float
-from .hessian import add_dmft_arguments, add_problem_arguments, check_hessian_width, fmt, make_problem
+from ._args import add_dmft_arguments, add_problem_arguments, check_args, check_hessian_width, fmt, integer, \
+    make_problem, positive_float
 
 EXAMPLE = ("example: theorykit threshold --activation gelu --link sign-symmetric --loss logistic --eta 1 "
            "--t 0 25 50 --delta-range 2 12 --points 6")

@@ -1,11 +1,20 @@
-"""Command-line arguments shared by `simulate` and `sweep` (one definition for both), and the argparse ``type=``
-checks of every numeric option: a value out of range (NaN, inf, negative, zero where invalid, a non-integer where
-an integer is needed) is a parser error, printed on one line with exit status 2."""
+"""Every command-line argument builder, parser/validator and formatter that more than one command uses, in one place:
+each command module under theorykit/_cli imports them from here and never from another command.
+
+* the argparse ``type=`` checks of every numeric option (:func:`positive_float`, :func:`nonnegative_float`,
+  :func:`integer`, :func:`seconds`, :data:`seed_type`): a value out of range (NaN, inf, negative, zero where invalid,
+  a non-integer where an integer is needed) is recorded and raised by :func:`check_args` as a one-line error, exit
+  status 2;
+* the option groups: the network (:func:`add_network_arguments`, with :func:`check_width`), the Problem of the
+  theory commands (:func:`add_problem_arguments`, :func:`make_problem`, :func:`check_hessian_width`), the DMFT's
+  numerics (:func:`add_dmft_arguments`), the finite-d simulation of `simulate` and `sweep`
+  (:func:`add_simulation_arguments`, :func:`simulation_kwargs`) and the initial law (:func:`add_initial_law_arguments`,
+  :func:`initial_law`);
+* comma-separated lists (:func:`split_top`, :func:`parse_numbers`) and a number or "n/a" (:func:`fmt`)."""
 import argparse
 import math
 
 from .. import defaults
-from .derive import add_network_arguments
 
 
 class Invalid:
@@ -104,6 +113,16 @@ SEED_MAX = 2 ** 63 - 1
 seed_type = integer(0, SEED_MAX, label=">= 0 (below 2^63)")
 
 
+def add_network_arguments(p, loss_required=True):
+    """--activation --loss --width --a --b: the network (theorykit.Network)."""
+    p.add_argument("--activation", required=True, help="preset or expression in x")
+    p.add_argument("--loss", required=loss_required, default=defaults.LOSS,
+                   help="preset (square, logistic, huber) or expression in y, yhat")
+    p.add_argument("--width", type=int, default=defaults.WIDTH, help="number of hidden units m")
+    p.add_argument("--a", default=None, help="second-layer weights, comma-separated (default all 1)")
+    p.add_argument("--b", default=None, help="biases, comma-separated (default all 0)")
+
+
 def check_width(p):
     """Give the --width option added by add_network_arguments its range check (an integer in 1..4096)."""
     for action in p._actions:
@@ -189,3 +208,82 @@ def simulation_kwargs(args) -> dict:
                 kernel=args.kernel, **initial_law(args),
                 # only when not the default, so that a sweep CSV written before this option resumes
                 **({"storage": args.storage} if args.storage != "float64" else {}))
+
+
+# ------------------------------------------------------------------ the Problem and the DMFT of the theory commands
+#: widths the m x m Hessian solver takes (theorykit.spectra.hessian.HessianLaw refuses m > 8)
+HESSIAN_MAX_WIDTH = 8
+
+
+def add_problem_arguments(p, *, delta: bool = True):
+    """--activation --loss --width --a --b --link [--delta] --eta --ridge (the Problem), with their range checks."""
+    add_network_arguments(p, loss_required=False)
+    check_width(p)
+    p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
+    if delta:
+        p.add_argument("--delta", type=positive_float, required=True, help="samples per dimension n/d (> 0)")
+    p.add_argument("--eta", type=positive_float, required=True, help="constant learning rate > 0")
+    p.add_argument("--ridge", type=nonnegative_float, default=defaults.RIDGE, help="ridge lambda >= 0 (default 0)")
+
+
+def add_dmft_arguments(p, paths: int, replicas: int):
+    p.add_argument("--paths", type=integer(2), default=paths,
+                   help=f"DMFT sample paths in total over all replicas, >= 2 (default {paths})")
+    p.add_argument("--replicas", type=integer(2), default=replicas,
+                   help=f"independent DMFT solves giving the standard errors, >= 2 (default {replicas})")
+    p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,
+                   help=f"seed of the DMFT's replicas (and of the finite-d referee), an integer >= 0 (default "
+                        f"{defaults.DMFT_SEED})")
+    p.add_argument("--progress", action="store_true", help="progress bar on stderr")
+
+
+def check_hessian_width(args):
+    from ..errors import TheorykitError
+
+    if args.width > HESSIAN_MAX_WIDTH:
+        raise TheorykitError(f"argument --width: the Hessian theory's m x m solver takes widths up to "
+                             f"{HESSIAN_MAX_WIDTH}, got {args.width}")
+
+
+def make_problem(args, delta: float, steps: int):
+    from ..problem import Problem
+
+    return Problem(args.activation, args.link, args.loss, args.width, a=args.a, b=args.b, delta=delta,
+                   ridge=args.ridge, eta=args.eta, steps=steps)
+
+
+# ------------------------------------------------------------------ lists and numbers
+def split_top(text: str) -> list:
+    """Comma-separated items, splitting only outside brackets (an expression such as Max(0, x) stays whole)."""
+    out, depth, cur = [], 0, ""
+    for ch in str(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [o for o in out if o]
+
+
+def parse_numbers(text, what, kind=float):
+    from ..errors import TheorykitError
+
+    try:
+        vals = [kind(v) for v in split_top(text)]
+    except ValueError:
+        raise TheorykitError(f"--{what} must be comma-separated numbers, got {text!r}") from None
+    if not vals or any(not v > 0 for v in vals):
+        raise TheorykitError(f"--{what} must be numbers > 0, got {text!r}")
+    if len(set(vals)) != len(vals):
+        raise TheorykitError(f"--{what} repeats a value: {text!r}")
+    return vals
+
+
+def fmt(v, spec=".6g", none="n/a") -> str:
+    """v formatted, or ``none`` for a missing or non-finite value."""
+    return none if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
