@@ -321,3 +321,57 @@ class Problem:
                 else f"schedule of {len(self.schedule)} steps")
         return (f"{self.activation} / {self.link} / {self.loss}, m = {self.m}, delta = {self.delta:g}, {step}"
                 + (f", ridge = {self.ridge:g}" if self.ridge else ""))
+
+
+#: the Problem's fields, in order: the keyword arguments a function with a Problem form takes for them
+FIELDS = tuple(f.name for f in dataclasses.fields(Problem))
+
+
+def problem_or_keywords(caller: str, first, *, problem=None, required=(), unset=None, build=False,
+                        **given) -> tuple[Optional[Problem], dict]:
+    """The two forms of every function that takes a learning problem, ``f(problem, ...)`` and the keyword form
+    ``f(activation, link, ..., delta=..., ...)``, as one: returns (the Problem or None, its fields).
+
+    caller: the function's name, for the messages.  first: its first positional argument, a :class:`Problem` or the
+    activation.  problem: a Problem given by keyword instead (``simulate(problem=...)``).  given: the keyword
+    arguments the function received for Problem fields (names in :data:`FIELDS`; a field it does not take is left
+    out).  unset: field -> the function's own default, a value that means "not given" as None does.
+
+    * Problem form: every keyword in ``given`` must be unset, else ``TheorykitError("CALLER(problem, ...): NAME is
+      part of the Problem; use problem.replace(NAME=...)")``.  The fields are the Problem's (Sigma0, M0 as NumPy
+      matrices, None where they are the default).
+    * Keyword form: every name in ``required`` must be given (else ``"CALLER: give a Problem, or activation, link and
+      delta (keyword form)"``, naming the required ones).  The fields are the keywords as given (``first`` as the
+      activation, None for a field not given); with ``build`` the Problem is built from them (None: the Problem's
+      default), else it is None and the caller checks the raw values itself (an exact SymPy delta, say).
+    """
+    unknown = sorted(set(given) - set(FIELDS))
+    if unknown:
+        raise TypeError(f"problem_or_keywords: {unknown[0]!r} is not a Problem field")
+    unset = unset or {}
+    if problem is not None:
+        if isinstance(first, Problem):
+            raise TheorykitError(f"{caller}: give the Problem once (first argument or problem=)")
+        if not isinstance(problem, Problem):
+            raise TheorykitError(f"{caller}: problem must be a theorykit.Problem, got {type(problem).__name__}")
+        first, given = problem, {"activation": first, **given}
+    if isinstance(first, Problem):
+        for name in FIELDS:
+            v = given.get(name)
+            if v is not None and not (name in unset and v == unset[name]):
+                raise TheorykitError(f"{caller}(problem, ...): {name} is part of the Problem; use "
+                                     f"problem.replace({name}=...)")
+        fields = {name: getattr(first, name) for name in FIELDS}
+        fields["Sigma0"] = None if first.Sigma0 is None else first.Sigma0_matrix
+        fields["M0"] = None if first.M0 is None else first.M0_matrix
+        return first, fields
+    missing = [name for name in required if given.get(name) is None]
+    if missing:
+        names = ["activation", *required]
+        raise TheorykitError(f"{caller}: give a Problem, or {', '.join(names[:-1])} and {names[-1]} (keyword form)")
+    fields = {name: given.get(name) for name in FIELDS}
+    fields["activation"] = first
+    if not build:
+        return None, fields
+    return Problem(first, fields["link"], **{k: v for k, v in fields.items()
+                                             if v is not None and k not in ("activation", "link")}), fields

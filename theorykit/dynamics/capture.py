@@ -62,26 +62,24 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
     a, b, ridge and Sigma0 are used, its M0 is what the bisection sets).
     """
     from .._checks import check_number as _check_number
-    from ..problem import Problem
+    from ..problem import FIELDS, problem_or_keywords
     from ..symbolic.ingredients import link as make_link
     from .solver import dmft
 
-    if isinstance(activation, Problem):
-        pr = activation
-        if link is not None or delta is not None or eta is not None or steps is not None:
-            raise TheorykitError("capture_threshold(problem, ...): link, delta, eta and steps are part of the Problem")
+    # capture_threshold(problem, ...) or the keyword form (the Problem's fields in kw count as given too)
+    pr, f = problem_or_keywords("capture_threshold", activation, required=("link", "delta", "eta", "steps"),
+                                unset=dict(loss="square", width=1), link=link, loss=loss, width=width, delta=delta,
+                                eta=eta, steps=steps, **{k: v for k, v in kw.items() if k in FIELDS})
+    if pr is not None:
         if pr.eta is None:
             raise TheorykitError("capture_threshold needs constant-step GD (a Problem with eta and steps)")
         if pr.M0 is not None:
             raise TheorykitError("capture_threshold sets M0 itself: give a Problem without M0")
-        for key, val in (("a", pr.a), ("b", pr.b), ("ridge", pr.ridge if pr.ridge else None),
-                         ("Sigma0", None if pr.Sigma0 is None else pr.Sigma0_matrix)):
-            if val is not None:
-                kw.setdefault(key, val)
-        activation, link, loss, width, delta, eta, steps = (pr.activation, pr.link, pr.loss, pr.width, pr.delta,
-                                                            pr.eta, pr.steps)
-    elif link is None or delta is None or eta is None or steps is None:
-        raise TheorykitError("capture_threshold: give a Problem, or activation, link, delta, eta and steps")
+        kw.update({key: f[key] for key in ("a", "b", "Sigma0") if f[key] is not None})
+        if f["ridge"]:
+            kw["ridge"] = f["ridge"]
+    activation, link, loss, width, delta, eta, steps = (f["activation"], f["link"], f["loss"], f["width"],
+                                                        f["delta"], f["eta"], f["steps"])
 
     if width != 1:
         raise TheorykitError("capture_threshold is defined for width m = 1")

@@ -476,19 +476,16 @@ def dmft_closed_form(activation, link=None, loss="square", width: int = 1, *, a=
     Returns a :class:`ClosedFormDMFT`.  Non-polynomial ingredients raise :class:`TheorykitError`.
     Also ``dmft_closed_form(problem)`` with a :class:`theorykit.Problem` (its eta, or its first step size).
     """
-    from ..problem import Problem
+    from ..problem import problem_or_keywords
 
-    if isinstance(activation, Problem):
-        pr = activation
-        if link is not None or delta is not None or eta is not None:
-            raise TheorykitError("dmft_closed_form(problem): link, delta and eta are part of the Problem")
-        activation, link, loss, width, a, b = pr.activation, pr.link, pr.loss, pr.width, pr.a, pr.b
-        delta, ridge = pr.delta, pr.ridge
-        eta = pr.eta if pr.eta is not None else pr.schedule[0]
-        Sigma0 = None if pr.Sigma0 is None else pr.Sigma0_matrix
-        M0 = None if pr.M0 is None else pr.M0_matrix
-    elif link is None or delta is None or eta is None:
-        raise TheorykitError("dmft_closed_form: give a Problem, or activation, link, delta and eta")
+    # dmft_closed_form(problem) or the keyword form (its values kept exact: a SymPy delta, say)
+    _, f = problem_or_keywords("dmft_closed_form", activation, required=("link", "delta", "eta"),
+                               unset=dict(loss="square", width=1, ridge=0), link=link, loss=loss, width=width, a=a,
+                               b=b, delta=delta, eta=eta, ridge=ridge, Sigma0=Sigma0, M0=M0)
+    activation, link, loss, width, a, b, delta, ridge, Sigma0, M0 = (
+        f["activation"], f["link"], f["loss"], f["width"], f["a"], f["b"], f["delta"], f["ridge"], f["Sigma0"],
+        f["M0"])
+    eta = f["eta"] if f["eta"] is not None else f["schedule"][0]  # a Problem's eta, or its first step size
     try:
         net = Network(activation, loss, width, a=a, b=b)
     except TypeError:

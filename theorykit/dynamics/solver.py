@@ -132,26 +132,6 @@ class _Given:
     M0: object
 
 
-def _given(activation, link, loss, width, *, a, b, delta, eta, steps, schedule, ridge, Sigma0, M0) -> _Given:
-    """dmft's two forms, the keyword form and dmft(problem, ...), as one :class:`_Given`."""
-    from ..problem import Problem
-
-    if isinstance(activation, Problem):
-        # dmft(problem, paths=..., ...): the Problem's fields are the model, delta, ridge, steps and initial law
-        pr = activation
-        given = [k for k, v in (("link", link), ("a", a), ("b", b), ("delta", delta), ("eta", eta), ("steps", steps),
-                                ("schedule", schedule), ("Sigma0", Sigma0), ("M0", M0)) if v is not None]
-        if given or loss != "square" or width != 1 or ridge != 0.0:
-            raise TheorykitError(f"dmft(problem, ...): {(given or ['loss, width or ridge'])[0]} is part of the "
-                                 "Problem; use problem.replace(...)")
-        return _Given(pr.activation, pr.link, pr.loss, pr.width, pr.a, pr.b, pr.delta, pr.eta, pr.steps, pr.schedule,
-                      pr.ridge, None if pr.Sigma0 is None else pr.Sigma0_matrix,
-                      None if pr.M0 is None else pr.M0_matrix)
-    if link is None or delta is None:
-        raise TheorykitError("dmft: give a Problem, or activation, link and delta (keyword form)")
-    return _Given(activation, link, loss, width, a, b, delta, eta, steps, schedule, ridge, Sigma0, M0)
-
-
 @dataclass(frozen=True, eq=False)
 class _Setup:
     """The checked problem of one solve: the network and link, delta, ridge, eta and steps as checked (eta None with
@@ -618,8 +598,13 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.  Returns a :class:`DMFTResult`.
     """
     t0 = _time.perf_counter()
-    given = _given(activation, link, loss, width, a=a, b=b, delta=delta, eta=eta, steps=steps, schedule=schedule,
-                   ridge=ridge, Sigma0=Sigma0, M0=M0)
+    from ..problem import problem_or_keywords
+
+    # dmft(problem, ...) or the keyword form, as given (checked by _prepare)
+    given = _Given(**problem_or_keywords("dmft", activation, required=("link", "delta"),
+                                         unset=dict(loss="square", width=1, ridge=0.0), link=link, loss=loss,
+                                         width=width, a=a, b=b, delta=delta, eta=eta, steps=steps,
+                                         schedule=schedule, ridge=ridge, Sigma0=Sigma0, M0=M0)[1])
     numerics = DMFTNumerics(paths=paths, replicas=replicas, latent=latent, order=order, response_paths=response_paths,
                             jitter=jitter, sampler=sampler, response=response, window=window, seed=seed,
                             processes=processes, kernels=kernels, progress=progress, bias_check=bias_check,

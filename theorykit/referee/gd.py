@@ -64,7 +64,7 @@ from .. import defaults
 from .._checks import MEMORY_FRACTION, Progress, check_int, check_number, fmt_bytes, loss_undefined_at_start, \
     physical_memory
 from ..errors import TheorykitError
-from ..problem import Problem
+from ..problem import Problem, problem_or_keywords
 
 # the old private names, for code that still imports them from here; new code imports theorykit._checks
 _Progress, _check_int, _check_number, _fmt_bytes = Progress, check_int, check_number, fmt_bytes
@@ -444,10 +444,6 @@ def _population_test_loss(net, lk, M_hist, gram_hist):
 
 
 # ------------------------------------------------------------------------------------------------ simulate
-#: the Problem's fields among simulate's keyword arguments (the keyword form builds a Problem from them)
-_PROBLEM_KEYWORDS = ("link", "loss", "width", "a", "b", "delta", "ridge", "eta", "steps", "schedule", "Sigma0", "M0")
-
-
 def simulate(activation=None, link=None, loss=None, width=None, *, problem: Optional[Problem] = None, a=None,
              b=None, delta=None, d: int, steps=None, eta=None, schedule=None, ridge=None, Sigma0=None, M0=None,
              init: str = defaults.SIM_INIT,
@@ -482,25 +478,10 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
     :class:`TheorykitError` before anything is allocated.
     """
-    given = dict(link=link, loss=loss, width=width, a=a, b=b, delta=delta, ridge=ridge, eta=eta, steps=steps,
-                 schedule=schedule, Sigma0=Sigma0, M0=M0)
-    if isinstance(activation, Problem):
-        if problem is not None:
-            raise TheorykitError("simulate: give the Problem once (first argument or problem=)")
-        problem, activation = activation, None
-    if problem is not None:
-        if not isinstance(problem, Problem):
-            raise TheorykitError(f"simulate: problem must be a theorykit.Problem, got {type(problem).__name__}")
-        given["activation"] = activation
-        extra = [name for name in ("activation",) + _PROBLEM_KEYWORDS if given[name] is not None]
-        if extra:
-            raise TheorykitError(f"simulate(problem, ...): {extra[0]} is part of the Problem; use "
-                                 f"problem.replace({extra[0]}=...)")
-    else:
-        problem = Problem(activation, link, defaults.LOSS if loss is None else loss,
-                          defaults.WIDTH if width is None else width, a=a, b=b, delta=delta,
-                          ridge=defaults.RIDGE if ridge is None else ridge, eta=eta, steps=steps, schedule=schedule,
-                          Sigma0=Sigma0, M0=M0)
+    # simulate(problem, ...), simulate(problem=problem, ...) or the keyword form (a Problem built from it)
+    problem = problem_or_keywords("simulate", activation, problem=problem, build=True, link=link, loss=loss,
+                                  width=width, a=a, b=b, delta=delta, ridge=ridge, eta=eta, steps=steps,
+                                  schedule=schedule, Sigma0=Sigma0, M0=M0)[0]
     return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
                      hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
                      progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads,
