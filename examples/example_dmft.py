@@ -3,7 +3,6 @@
     python examples/example_dmft.py
 """
 import numpy as np
-from scipy import special
 
 import theorykit as tk
 
@@ -26,22 +25,15 @@ def main():
         print(f"simulator, d = 1000: {name}(10) = {np.round(mean, 4).ravel()} +- {np.round(sim_se, 4).ravel()}")
         assert np.all(np.abs(value - mean) <= 4 * np.hypot(sim_se, se) + 0.01 * np.abs(mean)), name
 
-    # hard direction (phase retrieval): C_mu = d E[(theta^T e)^2] grows; predicted success probability at d = 400
+    # hard direction (phase retrieval): C_mu = d E[(theta^T e)^2] grows from Sigma_0 = 1 (exact at t = 0: Theta0 ~
+    # N(0, I/d)); what it means for GD at a finite d is theorykit.finite_d (examples/example_capture.py)
     pr = tk.dmft("gelu", "phase-retrieval", "square", 1, delta=4.0, eta=1.0, steps=20, paths=8192, replicas=4)
-    p = pr.success_probability(400)
-    print(f"phase retrieval: C_mu(20) = {pr.C_mu[20, 0, 0, 0]:.1f} +- {pr.stderr['C_mu'][20, 0, 0, 0]:.1f}, "
-          f"P(cos^2 > 1/2 at d = 400, t = 20) = {p[20]:.2g}")
-    # t = 0 is exact (Theta0 ~ N(0, I/d): C_mu = C_theta = Sigma_0 = 1, so P = P(chi2_1 > 400) = erfc(sqrt(200)));
-    # for m = 1, P(t) = P(|N(0, C_mu)| > sqrt(d C_theta)) = erfc(sqrt(d C_theta / (2 C_mu))) at every t (the
-    # package uses scipy's chi2.sf: measured agreement 1e-14)
+    print(f"phase retrieval: C_mu(20) = {pr.C_mu[20, 0, 0, 0]:.1f} +- {pr.stderr['C_mu'][20, 0, 0, 0]:.1f}")
     assert pr.C_mu[0, 0, 0, 0] == 1.0 and pr.C_theta_tt[0, 0, 0] == 1.0
-    assert np.isclose(p[0], special.erfc(np.sqrt(200.0)), rtol=1e-12, atol=0)
-    indep = special.erfc(np.sqrt(400 * pr.C_theta_tt[:, 0, 0] / (2 * pr.C_mu[:, 0, 0, 0])))
-    assert np.allclose(p, indep, rtol=1e-10, atol=1e-300)
     # the hard overlap variance grows from 1 while the replicas agree (measured: reliable up to t = 5, C_mu(5) = 27.5
     # +- 1.0, later 27.2 +- 1.1), and is still above 1 at t = 20 (where its replicas no longer agree)
     assert pr.hard_reliable_until >= 5 and pr.C_mu[5, 0, 0, 0] - 3 * pr.stderr["C_mu"][5, 0, 0, 0] > 20
-    assert pr.C_mu[20, 0, 0, 0] > pr.C_mu[0, 0, 0, 0] and p[20] > p[0]
+    assert pr.C_mu[20, 0, 0, 0] > pr.C_mu[0, 0, 0, 0]
 
 
 def test_example_dmft():

@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from theorykit.compare import settings_table as st
+from theorykit.report import table as st
 
 DELTAS = (3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 14.0)
 

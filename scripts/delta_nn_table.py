@@ -4,11 +4,11 @@
     python scripts/delta_nn_table.py            # the full table (~20-30 min on 2 cores)
     python scripts/delta_nn_table.py --quick    # one tiny case per part (tables/delta_nn_quick)
 
-What it computes: theorykit/compare/delta_nn_table.py."""
+What it computes: theorykit/validation/delta_nn_table.py."""
 import os
 import sys
 
-from theorykit.compare.delta_nn_table import main
+from theorykit.validation.delta_nn_table import main
 
 if __name__ == "__main__":
     main(sys.argv[1:], prog="python scripts/delta_nn_table.py",

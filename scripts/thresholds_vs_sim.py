@@ -4,11 +4,11 @@
     python scripts/thresholds_vs_sim.py            # every setting (hours on 2 cores; finished cases are kept)
     python scripts/thresholds_vs_sim.py --quick    # one tiny case (tables/thresholds_vs_sim_quick)
 
-What it computes: theorykit/compare/thresholds_vs_sim.py."""
+What it computes: theorykit/validation/thresholds_vs_sim.py."""
 import os
 import sys
 
-from theorykit.compare.thresholds_vs_sim import main
+from theorykit.validation.thresholds_vs_sim import main
 
 if __name__ == "__main__":
     main(sys.argv[1:], prog="python scripts/thresholds_vs_sim.py",

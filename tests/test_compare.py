@@ -1,4 +1,4 @@
-"""theorykit.compare: the statistics against hand-computed values, the resumable runner, the table writer."""
+"""theorykit.validation: the statistics against hand-computed values, the resumable runner, the table writer."""
 import json
 import math
 import os
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import theorykit as tk
-from theorykit.compare import (binomial, compare, cv_mean, extrapolate_inverse, fit_over_d, in_band, loglog_slope,
-                               midpoint, notes_path, per_seed_rms, read_rows, regenerate_command, run_jobs, run_sims,
+from theorykit.validation import (binomial, compare, cv_mean, extrapolate_inverse, fit_over_d, in_band, loglog_slope,
+                               crossing, notes_path, per_seed_rms, read_rows, regenerate_command, run_jobs, run_sims,
                                signed, within, within_factor, within_se, write_table, check_table_writable)
 
 Z95 = 1.959963984540054  # the two-sided 95% normal quantile
@@ -37,18 +37,28 @@ def test_wilson_edges():
         binomial(4, 3)
 
 
-def test_midpoint():
-    assert midpoint([1, 2, 3, 4], [0.1, 0.3, 0.7, 0.9]) == pytest.approx(2.5)
-    assert midpoint([4, 6, 8], [0.9, 0.6, 0.2]) == pytest.approx(6 + 0.1 / 0.4 * 2)  # decreasing
-    assert midpoint([1, 2], [0.5, 0.8]) == 1  # on the level
-    assert midpoint([1, 2, 3], [0.1, 0.2, 0.4]) is None  # not crossed
+def test_crossing():
+    assert crossing([1, 2, 3, 4], [0.1, 0.3, 0.7, 0.9]) == pytest.approx(2.5)
+    assert crossing([4, 6, 8], [0.9, 0.6, 0.2]) == pytest.approx(6 + 0.1 / 0.4 * 2)  # decreasing
+    assert crossing([1, 2], [0.5, 0.8]) == 1  # on the level
+    assert crossing([1, 2, 3], [0.1, 0.2, 0.4]) is None  # not crossed
     # non-monotone: the first bracketing pair wins, a flat touch is skipped, a NaN never brackets
-    assert midpoint([1, 2, 3, 4], [0.2, 0.6, 0.4, 0.8]) == pytest.approx(1.75)
-    assert midpoint([1, 2, 3], [0.5, 0.5, 0.9]) == 2
-    assert midpoint([1, 2, 3], [0.2, float("nan"), 0.8]) is None
+    assert crossing([1, 2, 3, 4], [0.2, 0.6, 0.4, 0.8]) == pytest.approx(1.75)
+    assert crossing([1, 2, 3], [0.5, 0.5, 0.9]) == 2
+    assert crossing([1, 2, 3], [0.2, float("nan"), 0.8]) is None
 
 
-# ------------------------------------------------------------------------------------------------ DMFT vs seeds
+# ------------------------------------------------------------------------------------------------ DMFT vs seeds    # upward only: a downward crossing is skipped, the first upward one taken
+    assert crossing([4, 6, 8], [0.9, 0.6, 0.2], upward=True) is None
+    assert crossing([1, 2, 3, 4], [0.6, 0.4, 0.8, 0.9], upward=True) == pytest.approx(2.25)
+
+
+def test_first_passage():
+    from theorykit.rules import first_passage
+
+    assert first_passage([0.1, 0.4, 0.5, 0.9]) == 2 and first_passage([0.6, 0.2]) == 0
+    assert first_passage([0.1, float("nan"), 0.3]) is None
+
 def test_compare_scalar_and_matrix():
     c = compare(2.0, 0.1, np.array([1.0, 3.0, 2.0, 2.4]))
     mean, se = 2.1, np.std([1.0, 3.0, 2.0, 2.4], ddof=1) / 2
@@ -173,7 +183,7 @@ def test_runner_resumes_after_an_interrupt(tmp_path):
     assert df.traj[4] == pytest.approx([0, 1 / 3, 2 / 3, 1])  # JSON columns round-trip (exactly: repr)
     with open(out) as fh:
         head = [next(fh) for _ in range(3)]
-    assert head[0].startswith("# theorykit.compare.run_jobs") and json.loads(head[1][len("# settings: "):])[
+    assert head[0].startswith("# theorykit.validation.run_jobs") and json.loads(head[1][len("# settings: "):])[
         "settings"] == {"n": 5}
     assert head[2].strip() == "job,x,y,traj,status,error,seconds"
     again = run_jobs(jobs, square, out, ["x", "y", "traj"], settings={"n": 5}, processes=1, json_columns=["traj"])

@@ -1,7 +1,7 @@
 """The delta_nn table's case cache: a finished case is kept on disk and not recomputed (an interrupted run resumes)."""
 from types import SimpleNamespace
 
-from theorykit.compare import delta_nn_table as tab
+from theorykit.validation import delta_nn_table as tab
 
 
 def test_a_finished_case_is_read_back_not_recomputed(tmp_path):
@@ -31,7 +31,7 @@ def test_the_committed_table_is_read_back_by_case_key(tmp_path):
              "gamma_dmft_se": 2e-4, "gamma_sim": -0.002, "gamma_sim_se": 1e-3, "kick_m0": 0.05, "kick_d": 1000,
              "escaped_before_window": 0, "seeds": 2, "delta_dyn": 7.5, "delta_dyn_se": 0.2, "case_key": key,
              "gamma_dmft_how": None, "converged": False}]
-    from theorykit.compare.tables import previous_rows, write_csv
+    from theorykit.report.writer import previous_rows, write_csv
 
     write_csv(str(stem) + ".csv", rows, list(rows[0]))
     args.previous = previous_rows(str(stem))

@@ -182,18 +182,9 @@ def test_hard_process_starts_at_sigma0_and_grows_for_phase_retrieval():
     r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=10, paths=4096, replicas=4)
     assert r.C_mu.shape == (11, 1, 1, 1) and math.isclose(r.C_mu[0, 0, 0, 0], 1.0)
     assert r.C_mu[10, 0, 0, 0] > 5 * r.C_mu[0, 0, 0, 0]  # the hard overlap grows (THEORY 3b)
-    p = r.success_probability(400)
-    assert p.shape == (11,) and np.all((p >= 0) & (p <= 1)) and p[-1] > p[0]
     assert np.allclose(r.M, 0)  # no easy direction
     assert r.hard_ess.shape == (11,) and np.all((r.hard_ess > 0) & (r.hard_ess <= 1))
     assert r.method["hard_process"]["exact_fraction"] > 0.99 and len(r.as_dict()["hard"]["ess"]) == 11
-
-
-def test_no_hard_direction_has_no_finite_d_prediction():
-    r = dmft(**EASY, eta=1.0, steps=1, paths=1024, replicas=2)
-    assert r.C_mu.shape == (2, 0, 2, 2)
-    with pytest.raises(TheorykitError, match="no hard direction"):
-        r.success_probability(100)
 
 
 def test_singular_initial_covariance_is_handled_by_the_jitter():
@@ -260,8 +251,7 @@ def test_bad_input_one_line_errors(kw, msg):
 
 def test_cli_json_contract_and_errors():
     cmd = [sys.executable, "-m", "theorykit.cli", "dmft", "--activation", "gelu", "--link", "z**2", "--delta", "4",
-           "--eta", "1", "--steps", "3", "--paths", "1024", "--replicas", "2", "--kernels", "--predict-d", "400",
-           "--json"]
+           "--eta", "1", "--steps", "3", "--paths", "1024", "--replicas", "2", "--kernels", "--json"]
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     for key in ("t", "M", "gram", "train_loss", "test_loss", "stderr", "hard", "D_tail", "kernels", "settings",
                 "seconds"):
@@ -269,7 +259,6 @@ def test_cli_json_contract_and_errors():
     assert set(out["kernels"]) >= {"C_theta", "R_theta", "C_u", "R_u"}
     assert "C_mu" in out["hard"] and set(out["D_tail"][0]) == {"t", "min", "q1e-5", "q1e-4", "q1e-3"}
     assert set(out["stderr"]) >= {"M", "gram", "train_loss", "test_loss"}
-    assert len(out["success_probability"]["values"]) == 4
     # values, not just keys.  (1) The CLI run is the API run with the same settings, bit for bit (JSON keeps a
     # float's shortest repr): a mis-parsed or dropped option changes them.
     r = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=3, paths=1024, replicas=2, kernels=True)
@@ -279,13 +268,11 @@ def test_cli_json_contract_and_errors():
         np.testing.assert_array_equal(out["stderr"][key], r.stderr[key], err_msg=key)
     np.testing.assert_array_equal(out["hard"]["C_mu"], r.C_mu)
     np.testing.assert_array_equal(out["kernels"]["C_theta"], r.kernels["C_theta"])
-    np.testing.assert_array_equal(out["success_probability"]["values"], r.success_probability(400))
-    # (2) t = 0 is known exactly: Sigma_0 = 1 (gram = C_mu = 1), train = test loss (no data seen yet), and
-    # P(cos^2 > 1/2 at d = 400) = P(chi2_1 > 400) = erfc(sqrt(200)); y = z^2 has no easy direction, so M stays 0
+    # (2) t = 0 is known exactly: Sigma_0 = 1 (gram = C_mu = 1), train = test loss (no data seen yet); y = z^2 has
+    # no easy direction, so M stays 0
     # within its Monte-Carlo error (measured: exactly 0 on the symmetric Gauss-Hermite latent rule)
     assert out["gram"][0] == [[1.0]] and out["hard"]["C_mu"][0] == [[[1.0]]] and out["stderr"]["gram"][0] == [[0.0]]
     assert out["train_loss"][0] == out["test_loss"][0]
-    assert math.isclose(out["success_probability"]["values"][0], math.erfc(math.sqrt(200.0)), rel_tol=1e-12)
     assert np.all(np.abs(out["M"]) <= 4 * np.array(out["stderr"]["M"]) + 1e-12)
     # (3) the t = 0 loss against its closed form E[(z^2 - gelu(w))^2]/2 = (3 - 2 E[gelu] + E[gelu^2])/2, z, w
     # independent N(0, 1) (200-node Gauss-Hermite: exact to 1e-15) = 1.43052; measured 1.42786 +- 0.0130, 0.2 s.e.
@@ -296,32 +283,6 @@ def test_cli_json_contract_and_errors():
     assert abs(out["train_loss"][0] - exact0) <= 4 * out["stderr"]["train_loss"][0] + 1e-12
     bad = subprocess.run(cmd[:10] + ["--eta", "0", "--steps", "3"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "eta" in bad.stderr
-
-
-def test_cli_capture_is_the_api_capture_and_text_shows_it():
-    """--capture runs capture_threshold with the same settings and seed as the API call, so the numbers agree."""
-    from theorykit import capture_threshold
-
-    base = ["--activation", "gelu", "--link", "z**2", "--delta", "11", "--eta", "1", "--steps", "20", "--paths",
-            "2048", "--replicas", "2", "--seed", "1", "--capture", "200", "800", "--capture-hi", "0.4"]
-    cmd = [sys.executable, "-m", "theorykit.cli", "dmft"] + base
-    out = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, check=True).stdout)
-    c = out["capture"]
-    api = capture_threshold(**PR, delta=11.0, eta=1.0, steps=20, lo=0.0, hi=0.4, paths=2048, replicas=2, seed=1)
-    assert math.isclose(c["m_star"], api["m_star"]) and c["bracket"] == api["bracket"]
-    r = dmft(**PR, delta=11.0, eta=1.0, steps=20, paths=2048, replicas=2, seed=1)
-    assert [p["d"] for p in c["predictions"]] == [200, 800]
-    for p in c["predictions"]:
-        assert math.isclose(p["probability"], r.capture_probability(p["d"], api), rel_tol=1e-6)
-        assert p["low"] <= p["probability"] <= p["high"]
-    assert c["predictions"][0]["probability"] > c["predictions"][1]["probability"]
-    from theorykit._cli.dmft import text
-
-    txt = text(out)
-    assert "capture threshold m*" in txt and "at d = 800" in txt
-    bad = subprocess.run([sys.executable, "-m", "theorykit.cli", "dmft", "--activation", "gelu", "--link", "z**2",
-                          "--delta", "11", "--flow-time", "10", "--capture", "200"], capture_output=True, text=True)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--capture" in bad.stderr
 
 
 # ------------------------------------------------------------------------------------------------ closed forms
@@ -384,25 +345,6 @@ def test_C_mu_init_is_the_linear_growth_of_an_initial_overlap():
     assert grown[8] > 10 and np.all(r.C_mu[:, 0, 0, 0] >= r.C_mu_init[:, 0, 0, 0] - 1e-9)
 
 
-def test_capture_probability_is_the_matched_formula_and_checks_input():
-    from scipy.stats import chi2
-
-    r = dmft(**PR, delta=9.0, eta=1.0, steps=6, paths=4096, replicas=2)
-    v = r.C_mu[5, 0, 0, 0] / r.C_mu_init[5, 0, 0, 0]
-    assert math.isclose(r.capture_probability(400, 0.1, t_match=5), chi2.sf(400 * 0.01 / v, 1), rel_tol=1e-12)
-    assert r.capture_probability(400, 0.05, t_match=5) > r.capture_probability(800, 0.05, t_match=5)
-    with pytest.raises(TheorykitError, match="m_star"):
-        r.capture_probability(400, -1.0)
-    with pytest.raises(TheorykitError, match="t_match"):
-        r.capture_probability(400, 0.1, t_match=99)
-    with pytest.raises(TheorykitError, match="d must be an integer"):
-        r.capture_probability(0, 0.1, t_match=5)
-    r2 = dmft(**dict(PR, width=2), delta=9.0, eta=1.0, steps=2, paths=2048, replicas=2)
-    with pytest.raises(TheorykitError, match="width m = 1"):
-        r2.capture_probability(400, 0.1)
-    assert r2.v_eff is None
-
-
 def test_v_eff_is_the_ratio_of_replica_means_with_a_jackknife_error():
     """v_eff = C_mu Sigma_0 / C_mu_init; at t = 0 it is Sigma_0 (the initial overlap's d Var) with zero jackknife
     error (no noise has entered yet),
@@ -420,33 +362,6 @@ def test_v_eff_is_the_ratio_of_replica_means_with_a_jackknife_error():
     assert len(h["v_eff"]) == 7 and len(h["v_eff_stderr"]) == 7
 
 
-def test_capture_prediction_band_orders_and_reacts_to_each_input():
-    r = dmft(**PR, delta=9.0, eta=1.0, steps=10, paths=8192, replicas=4, seed=5)
-    cap = {"m_star": 0.1, "bracket": [0.09, 0.11]}
-    c = r.capture_prediction(400, cap, t_match=8)
-    assert c.low < c.probability < c.high and c.t_match == 8 and c.m_star == 0.1
-    assert math.isclose(c.probability, r.capture_probability(400, 0.1, t_match=8), rel_tol=1e-12)
-    # a wider bracket widens the band; a bracket starting at 0 cannot bound P from above
-    wide = r.capture_prediction(400, {"m_star": 0.1, "bracket": [0.05, 0.2]}, t_match=8)
-    assert wide.low < c.low and wide.high > c.high
-    assert r.capture_prediction(400, {"m_star": 0.05, "bracket": [0.0, 0.1]}, t_match=8).high == 1.0
-    # a bare m_star: the band is from v_eff (its standard error and t_match in [4, 8]) alone
-    bare = r.capture_prediction(400, 0.1, t_match=8)
-    assert bare.low <= bare.probability <= bare.high and bare.bracket == (0.1, 0.1)
-    assert set(bare.as_dict()) >= {"d", "probability", "low", "high", "m_star", "bracket", "t_match", "v", "how",
-                                   "noise_limited"}
-    assert bare.noise_limited is None
-    assert r.capture_prediction(400, dict(cap, noise_limited=True), t_match=8).noise_limited is True
-    with pytest.raises(TheorykitError, match="t_match"):
-        r.capture_prediction(400, 0.1, t_match=2.5)
-    with pytest.raises(TheorykitError, match="bracket must be"):
-        r.capture_prediction(400, {"m_star": 0.1, "bracket": ["a", 0.2]})
-    with pytest.raises(TheorykitError, match="bracket must be"):
-        r.capture_prediction(400, {"m_star": 0.1, "bracket": [0.2, 0.3]})
-    with pytest.raises(TheorykitError, match="m_star must be"):
-        r.capture_prediction(400, {"bracket": [0.1, 0.2]})
-
-
 def test_capture_threshold_bisection_and_bracket_checks():
     """GeLU phase retrieval, delta = 11, horizon 40: the captured/not-captured evaluations are consistent with one
     threshold inside the returned bracket; an uncaptured hi is refused with a one-line error."""
@@ -454,18 +369,18 @@ def test_capture_threshold_bisection_and_bracket_checks():
 
     kw = dict(**PR, delta=11.0, eta=1.0, steps=40, paths=4096, replicas=2, seed=1, response="stein")
     c = capture_threshold(**kw, lo=0.0, hi=0.4, tol=0.05)
-    lo, hi = c["bracket"]
-    assert hi - lo <= 0.05 and lo < c["m_star"] < hi
-    for m0, cos2 in c["evaluations"]:
+    lo, hi = c.bracket
+    assert hi - lo <= 0.05 and lo < c.m_star < hi
+    for m0, cos2 in c.evaluations:
         assert (cos2 > 0.5) == (m0 >= hi)
     # 2048 paths per replica with Stein's responses: the replicas' noise on M_T along e is large, and the result says
     # so; direct Jacobians on the whole batch (the 'auto' choice here) are quieter
-    assert c["M_rel_stderr"] > 0.25 and c["noise_limited"] is True
+    assert c.M_rel_stderr > 0.25 and c.noise_limited is True
     quiet = capture_threshold(**{**kw, "response": "auto"}, lo=0.0, hi=0.4, tol=0.05)
-    assert quiet["M_rel_stderr"] < 0.25 and quiet["noise_limited"] is False
+    assert quiet.M_rel_stderr < 0.25 and quiet.noise_limited is False
     fine = capture_threshold(**kw, lo=0.0, hi=0.4, tol=1e-6, rtol=0.3)  # geometric refinement once lo > 0
-    flo, fhi = fine["bracket"]
-    assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine["m_star"], math.sqrt(flo * fhi))
+    flo, fhi = fine.bracket
+    assert 0 < flo < fhi <= 1.3 * flo and math.isclose(fine.m_star, math.sqrt(flo * fhi))
     assert flo <= hi and fhi >= lo  # the same threshold (same seed and paths)
     with pytest.raises(TheorykitError, match="not captured") as info:
         capture_threshold(**kw, lo=0.0, hi=0.005, tol=0.001)

@@ -11,23 +11,25 @@ from scipy.stats import chi2
 
 import theorykit as tk
 from theorykit.cli import main
-from theorykit.thresholds import _capture_probabilities, finite_d
+from theorykit.thresholds import finite_d
+from theorykit.thresholds.capture import CaptureCurve, capture_probabilities, overlap_cos2, ray_angles
 
 
 def _curve(m_star, reps, cos2_top):
     T = len(m_star) - 1
     cos2 = np.full((3, T + 1), 0.1)
     cos2[-1] = cos2_top
-    return {"m0s": [0.01, 0.1, 0.5], "cos2": cos2, "m_star": m_star, "m_star_replicas": reps}
+    return CaptureCurve(t=tuple(range(T + 1)), m0s=(0.01, 0.1, 0.5), cos2=cos2, m_star=tuple(m_star),
+                        m_star_replicas=tuple(tuple(r) for r in reps))
 
 
-def test_capture_probabilities_are_the_matched_chi2_formula():
+def testcapture_probabilities_are_the_matched_chi2_formula():
     """P(t) = P(chi2_1 > d m*(t)^2 / v_eff(min(t, t_match))), the band from the replicas' m* and v_eff +- 2 se; where
     m* is above the ladder P = 0 with the top rung's P as its upper end."""
     v, se = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.1, 0.1, 0.2, 0.2])
     curve = _curve([None, 0.2, 0.1, 0.05], [[None, 0.25, 0.12, 0.04], [None, 0.18, 0.09, 0.06]], [0.3, 0.6, 0.7, 0.8])
     V, Vse = v[:, None, None], se[:, None, None]
-    P, lo, hi = _capture_probabilities([(0.0, curve)], True, False, V, Vse, t_match=2, d=100)
+    P, lo, hi = capture_probabilities([(0.0, curve)], True, False, V, Vse, t_match=2, d=100)
     assert P[0] == 0.0 and lo[0] == 0.0 and hi[0] == pytest.approx(chi2.sf(100 * 0.25 / 1.2, 1))
     for t, m, reps in ((1, 0.2, (0.18, 0.25)), (2, 0.1, (0.09, 0.12)), (3, 0.05, (0.04, 0.06))):
         k = min(t, 2)  # v_eff frozen after t_match
@@ -37,16 +39,16 @@ def test_capture_probabilities_are_the_matched_chi2_formula():
         assert lo[t] <= P[t] <= hi[t]
     # captured from the bottom rung: P = 1 with the bottom rung's P as the lower end
     below = _curve([None], [[None]], [0.9])
-    below["cos2"][:, 0] = 0.9
-    P, lo, hi = _capture_probabilities([(0.0, below)], True, False, V, Vse, 0, 100)
+    below.cos2[:, 0] = 0.9
+    P, lo, hi = capture_probabilities([(0.0, below)], True, False, V, Vse, 0, 100)
     assert P[0] == 1.0 and hi[0] == 1.0 and lo[0] == pytest.approx(chi2.sf(100 * 0.01 ** 2 / 0.8, 1))
 
 
-def test_capture_probabilities_without_the_sign_symmetry_average_both_signs():
+def testcapture_probabilities_without_the_sign_symmetry_average_both_signs():
     """m = 1, a link not even along e: the rays +1 and -1 have their own m*, and P is the mean of their chi2 tails."""
     v, se = np.array([2.0]), np.array([0.0])
     plus, minus = _curve([0.1], [[0.1]], [0.8]), _curve([0.3], [[0.3]], [0.8])
-    P, _, _ = _capture_probabilities([(0.0, plus), (math.pi, minus)], False, False, v[:, None, None],
+    P, _, _ = capture_probabilities([(0.0, plus), (math.pi, minus)], False, False, v[:, None, None],
                                      se[:, None, None], 0, 50)
     assert P[0] == pytest.approx(0.5 * (chi2.sf(50 * 0.01 / 2, 1) + chi2.sf(50 * 0.09 / 2, 1)), rel=1e-12)
 
@@ -55,7 +57,7 @@ def _rays_m2(angles, r_of):
     return [(a, _curve([r_of(a)], [[r_of(a)]], [0.8])) for a in angles]
 
 
-def test_capture_probabilities_a_ray_that_never_captures():
+def testcapture_probabilities_a_ray_that_never_captures():
     """m = 2: a ray that never captures (1/m* = 0) between rays that do: m* grows like 1/|angle| towards it, so the
     directions next to it still capture a large overlap -- P is the circle average of chi2_2 tails with 1/m* linear in
     the angle, above what the half of the circle next to the capturing rays alone gives."""
@@ -66,7 +68,7 @@ def test_capture_probabilities_a_ray_that_never_captures():
     rays = [(math.pi / 4, never), (math.pi / 2, _curve([0.1], [[0.1]], [0.8])),
             (3 * math.pi / 4, _curve([0.1], [[0.1]], [0.8]))]
     d = 400
-    P, lo, hi = _capture_probabilities(rays, True, True, V, 0 * V, 0, d)
+    P, lo, hi = capture_probabilities(rays, True, True, V, 0 * V, 0, d)
     # on [pi/4, pi/2]: 1/m* = 10 (phi - pi/4) / (pi/4); on [pi/2, 3pi/4]: 10; the rest by the symmetries
     f = lambda p: chi2.sf(d * (((p - math.pi / 4) / (math.pi / 4) * 10) ** -2 if p > math.pi / 4 else np.inf), 2)  # noqa: E731
     want = (quad(f, math.pi / 4, math.pi / 2)[0] + chi2.sf(d * 0.01, 2) * math.pi / 4) / (math.pi / 2)
@@ -74,29 +76,27 @@ def test_capture_probabilities_a_ray_that_never_captures():
     assert P[0] > 0.5 * chi2.sf(d * 0.01, 2) * 1.1 and lo[0] <= P[0] <= hi[0]
 
 
-def test_capture_probabilities_width_two_isotropic_is_chi2_2():
+def testcapture_probabilities_width_two_isotropic_is_chi2_2():
     """m = 2 with V = v I and the same m* on every ray: mu_eff's length^2 is v chi2_2 / d, so P = P(chi2_2 >
     d m*^2 / v) -- and the same from the rays of the smallest fundamental domain with both symmetries."""
-    from theorykit.thresholds import _ray_angles
 
     V = np.array([[[1.5, 0.0], [0.0, 1.5]]])
     for flip, swap in ((True, True), (True, False), (False, True), (False, False)):
-        rays = _rays_m2(_ray_angles(2, flip, swap, 5), lambda a: 0.12)
-        P, lo, hi = _capture_probabilities(rays, flip, swap, V, 0 * V, 0, 300)
+        rays = _rays_m2(ray_angles(2, flip, swap, 5), lambda a: 0.12)
+        P, lo, hi = capture_probabilities(rays, flip, swap, V, 0 * V, 0, 300)
         assert P[0] == pytest.approx(chi2.sf(300 * 0.0144 / 1.5, 2), rel=1e-9)
 
 
-def test_capture_probabilities_width_two_against_sampling():
+def testcapture_probabilities_width_two_against_sampling():
     """m = 2, an anisotropic V_eff and an m* that depends on the ray's angle (with the symmetries phi -> phi + pi and
     phi -> pi/2 - phi, as for equal neurons and an even link): P from the rays on [pi/4, 3pi/4] equals the fraction
     of sampled mu_eff ~ N(0, V / d) beyond m*(their angle) (1/m* interpolated the same way, so only the circle
     average and the symmetry images are tested), to 3 standard errors."""
-    from theorykit.thresholds import _ray_angles
 
     V = np.array([[[2.0, -0.8], [-0.8, 1.2]]])
     r_of = lambda a: 0.05 + 0.04 * np.cos(2 * a) ** 2 + 0.03 * np.sin(4 * a) ** 2  # noqa: E731 (both symmetries)
-    angles = _ray_angles(2, True, True, 9)
-    P, _, _ = _capture_probabilities(_rays_m2(angles, r_of), True, True, V, 0 * V, 0, 400)
+    angles = ray_angles(2, True, True, 9)
+    P, _, _ = capture_probabilities(_rays_m2(angles, r_of), True, True, V, 0 * V, 0, 400)
     rng = np.random.default_rng(1)
     mu = rng.multivariate_normal([0, 0], V[0] / 400, size=200_000)
     phi = np.arctan2(mu[:, 1], mu[:, 0])
@@ -151,7 +151,7 @@ def test_finite_d_refuses_what_it_cannot_answer():
 
 
 def test_finite_d_records_a_delta_where_the_dmft_diverges(monkeypatch):
-    import theorykit.dynamics as dyn
+    import theorykit.thresholds.capture as dyn
 
     def boom(*a, **k):
         raise tk.DivergenceError("the DMFT from m0 = 0.002 stopped at step 3 (GD is unstable)")
@@ -181,9 +181,8 @@ def test_threshold_cli_horizon_contract(capsys):
 
 
 def test_cos2_is_the_simulators_success_statistic():
-    """_cos2 from (M, C_theta) equals cos^2 between e and the top left singular vector of an explicit Theta (what
+    """overlap_cos2 from (M, C_theta) equals cos^2 between e and the top left singular vector of an explicit Theta (what
     theorykit/referee/gd.py counts), for widths 1-3 and a latent space with an easy direction."""
-    from theorykit.dynamics.capture import _cos2
 
     rng = np.random.default_rng(3)
     for m in (1, 2, 3):
@@ -192,7 +191,7 @@ def test_cos2_is_the_simulators_success_statistic():
         U = np.linalg.svd(Theta, full_matrices=False)[0][:, 0]
         want = float((U[:2] @ e) ** 2)
         M, C = Theta[:2], Theta[2:].T @ Theta[2:]
-        assert float(_cos2(M, C, e)) == pytest.approx(want, rel=1e-10)
+        assert float(overlap_cos2(M, C, e)) == pytest.approx(want, rel=1e-10)
 
 
 def test_finite_d_width_two_end_to_end():

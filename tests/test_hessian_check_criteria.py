@@ -1,7 +1,7 @@
-"""The validation table's pass criteria (theorykit.compare.hessian_check), on synthetic seeds."""
+"""The validation table's pass criteria (theorykit.validation.hessian_check), on synthetic seeds."""
 import numpy as np
 
-from theorykit.compare.hessian_check import paired_mean_ok
+from theorykit.validation.hessian_check import paired_mean_ok
 
 
 def _seeds(pred, fin, po, fo):

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_quick_hessian_table(tmp_path):
-    from theorykit.compare.hessian_check import main
+    from theorykit.validation.hessian_check import main
 
     rows = main(["--quick", "--out", str(tmp_path / "t"), "--cache", str(tmp_path / "c"), "--paths", "32768"],
                 prog="test", root=str(tmp_path))
@@ -34,7 +34,7 @@ def test_the_march_does_not_jump_branches_over_the_fold():
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from theorykit.compare.hessian_check import finite_d_job, match_outliers
+    from theorykit.validation.hessian_check import finite_d_job, match_outliers
 
     with threadpool_limits(1):  # the failing run was single-threaded (the validation's workers)
         row = finite_d_job("pr-gelu-m2", 40.0, 50, 1000, 5)

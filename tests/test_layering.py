@@ -1,15 +1,19 @@
-"""The package's import layering (issue 10 point 4): the theory's order symbolic -> problem -> dynamics -> spectra, the
-finite-d referee beside it and never importing the theory (nor the theory the referee), compare/ on top of both.
+"""The package's import layering: the theory's order symbolic -> problem -> dynamics -> spectra -> thresholds, the
+finite-d referee beside it and never importing the theory (nor the theory the referee), the products (claims, report)
+on top of both, the CLI above them; the validation studies (theorykit.validation) beside the products, imported by
+nothing in the package.
 
 Every import in every module (top level and inside functions, absolute and relative) is resolved to a module of the
-package and checked against the allowed layers below."""
+package and checked against the allowed layers below; the module import graph (top-level imports) has no cycle.
+Both checks are run on a synthetic bad package too, so that they can fail."""
 import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "theorykit"
 
 SHARED = ("theorykit.conventions", "theorykit.errors", "theorykit._checks", "theorykit.defaults",
-          "theorykit.problem", "theorykit.population", "theorykit.rules", "theorykit.symbolic", "theorykit.runner")
+          "theorykit.problem", "theorykit.population", "theorykit.rules", "theorykit.symbolic", "theorykit.runner",
+          "theorykit.cases", "theorykit.version")
 #: layer -> the layers it may import (its own included)
 ALLOWED = {
     "shared": {"shared"},
@@ -17,16 +21,21 @@ ALLOWED = {
     "spectra": {"shared", "dynamics", "spectra"},
     "thresholds": {"shared", "dynamics", "spectra", "thresholds"},
     "referee": {"shared", "referee"},
-    "compare": {"shared", "dynamics", "spectra", "thresholds", "referee", "compare", "package"},
-    "cli": {"shared", "dynamics", "spectra", "thresholds", "referee", "compare", "cli", "package"},
-    "package": {"shared", "dynamics", "spectra", "thresholds", "referee", "compare", "cli", "package"},
+    "products": {"shared", "dynamics", "spectra", "thresholds", "referee", "products"},
+    "validation": {"shared", "dynamics", "spectra", "thresholds", "referee", "products", "validation"},
+    "cli": {"shared", "dynamics", "spectra", "thresholds", "referee", "products", "cli"},
+    "package": {"shared", "dynamics", "spectra", "thresholds", "referee", "products", "cli", "package"},
 }
+PREFIXES = (("dynamics", "theorykit.dynamics"), ("spectra", "theorykit.spectra"),
+            ("thresholds", "theorykit.thresholds"), ("referee", "theorykit.referee"), ("products", "theorykit.claims"),
+            ("products", "theorykit.report"), ("validation", "theorykit.validation"), ("cli", "theorykit.cli"),
+            ("cli", "theorykit._cli"))
 
 
-def _modules():
+def _modules(root=ROOT):
     out = {}
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root.parent).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -39,18 +48,17 @@ def layer(name: str) -> str:
         return "package"
     if any(name == s or name.startswith(s + ".") for s in SHARED):
         return "shared"
-    for lay, prefix in (("dynamics", "theorykit.dynamics"), ("spectra", "theorykit.spectra"),
-                        ("thresholds", "theorykit.thresholds"), ("referee", "theorykit.referee"),
-                        ("compare", "theorykit.compare"), ("cli", "theorykit.cli"), ("cli", "theorykit._cli")):
+    for lay, prefix in PREFIXES:
         if name == prefix or name.startswith(prefix + "."):
             return lay
     raise AssertionError(f"module {name} is in no layer: add it to tests/test_layering.py")
 
 
-def _imports(name: str, path: pathlib.Path, modules: dict):
+def _imports(name: str, path: pathlib.Path, modules: dict, top_level_only: bool = False):
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in (tree.body if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] == "theorykit":
@@ -69,15 +77,79 @@ def _imports(name: str, path: pathlib.Path, modules: dict):
                 yield node.lineno, (sub if sub in modules else target)
 
 
-def test_every_module_is_in_a_layer_and_imports_only_what_its_layer_may():
-    modules = _modules()
+def layer_violations(root=ROOT) -> list:
+    """'file:line: layer imports target (its layer)' for every import that crosses the layering upwards."""
+    modules = _modules(root)
     bad = []
     for name, path in sorted(modules.items()):
         mine = layer(name)
         for line, target in _imports(name, path, modules):
             if layer(target) not in ALLOWED[mine]:
-                bad.append(f"{path.relative_to(ROOT.parent)}:{line}: {mine} imports {target} ({layer(target)})")
+                bad.append(f"{path.relative_to(root.parent)}:{line}: {mine} imports {target} ({layer(target)})")
+    return bad
+
+
+def import_cycles(root=ROOT) -> list:
+    """Cycles of the graph of module-level imports (module -> the package modules it imports at import time; a
+    package's __init__ counts as the package), each as a list of module names."""
+    modules = _modules(root)
+    graph = {name: {t for _, t in _imports(name, path, modules, top_level_only=True) if t in modules and t != name}
+             for name, path in modules.items()}
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def test_every_module_is_in_a_layer_and_imports_only_what_its_layer_may():
+    bad = layer_violations()
     assert not bad, "\n".join(bad)
+
+
+def test_the_import_graph_has_no_cycle():
+    cycles = import_cycles()
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_nothing_in_the_package_imports_the_validation_studies_or_the_package_itself():
+    """``import theorykit`` does not load the validation studies, and no subpackage imports ``theorykit`` back."""
+    modules = _modules()
+    bad = [f"{name}: {target}" for name, path in modules.items() if name != "theorykit"
+           for _, target in _imports(name, path, modules)
+           if target == "theorykit" or (layer(target) == "validation" and layer(name) != "validation")]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checks_can_fail(tmp_path):
+    """A synthetic package with a referee module importing the theory, a theory module importing the CLI and a cycle
+    between two dynamics modules: every check reports it."""
+    pkg = tmp_path / "theorykit"
+    for sub in ("referee", "dynamics", "_cli"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "referee" / "gd.py").write_text("from ..dynamics import solver\n")
+    (pkg / "dynamics" / "solver.py").write_text("from . import plan\n\ndef f():\n    from .._cli import main\n")
+    (pkg / "dynamics" / "plan.py").write_text("from .solver import f\n")
+    (pkg / "_cli" / "main.py").write_text("")
+    bad = layer_violations(pkg)
+    assert any("referee imports theorykit.dynamics" in b for b in bad), bad
+    assert any("dynamics imports theorykit._cli" in b for b in bad), bad
+    cycles = import_cycles(pkg)
+    assert any(set(c) >= {"theorykit.dynamics.solver", "theorykit.dynamics.plan"} for c in cycles), cycles
 
 
 def test_referee_and_theory_are_apart():

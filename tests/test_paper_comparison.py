@@ -1,12 +1,12 @@
 """tables/paper_comparison (issue 14 point 6): the quick mode writes the table, and the trained-second-layer GD of
-theorykit/compare/paper_comparison.py is the simulator's GD when the second layer's step is 0."""
+theorykit/validation/paper_comparison.py is the simulator's GD when the second layer's step is 0."""
 import csv
 import os
 
 
 def test_quick_paper_comparison(tmp_path):
     import theorykit as tk
-    from theorykit.compare.paper_comparison import main
+    from theorykit.validation.paper_comparison import main
     from theorykit.referee.second_layer import trained_a_run
     from theorykit.referee import simulate
 

@@ -101,8 +101,6 @@ def test_without_the_hard_process_the_easy_dynamics_and_laws_are_unchanged():
     assert np.allclose(easy.laws[12].D, full.laws[12].D, rtol=1e-9, atol=1e-9)  # D is O(1)
     assert np.array_equal(easy.laws[12].zeta, full.laws[12].zeta)
     assert full.C_mu.shape[1] == 1 and easy.C_mu.shape[1] == 0
-    with pytest.raises(tk.TheorykitError, match="hard_process=False"):
-        easy.success_probability(1000)
     with pytest.raises(tk.TheorykitError, match="hard_process"):
         tk.dmft(pr, **opts, hard_process="no")
 

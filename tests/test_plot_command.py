@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from theorykit.cli import main
-from theorykit.errors import TheorykitError
 
 
 def run(capsys, *argv):
@@ -99,7 +98,7 @@ def _nn_table(tmp_path):
 
 
 def test_success_prediction_and_delta_nn_from_a_table(capsys, tmp_path):
-    """m = 1: the finite-d prediction (finite_d_curve) is drawn and returned; delta_NN of the matching setting
+    """m = 1: the finite-d prediction (theorykit.finite_d) is drawn and returned; delta_NN of the matching setting
     (pr-gelu) is a labelled lower bound, off the plotted range, and the caption says so."""
     argv = ["success", "--activations", "gelu", "--link", "phase-retrieval", "--d", "40", "--steps", "5", "--deltas",
             "2,10", "--seeds", "2", "--predict", "--predict-deltas", "10", "--paths", "1024", "--replicas", "2",
@@ -111,7 +110,7 @@ def test_success_prediction_and_delta_nn_from_a_table(capsys, tmp_path):
     assert again["cached"] == 1 and again["points"] == pred["points"]
     p = pred["points"][0]
     assert not p["error"] and 0 <= p["low"] <= p["probability"] <= p["high"] <= 1
-    assert "d = 40 by T = 5, 1024 paths in 2 replicas" in pred["how"] and pred["how"] in out["caption"]
+    assert "to t = 5" in pred["how"] and "1024 paths in 2 replicas" in pred["how"] and pred["how"] in out["caption"]
     nn = out["data"]["marks"]["gelu (eta 1)"]["delta_NN"]
     assert nn["delta"] == 23.98 and nn["text"] == "delta_NN (gelu) >= 23.98 (not converged by t = 1000)"
     assert out["data"]["delta_nn"]["gelu"]["setting"] == "pr-gelu"
@@ -119,34 +118,39 @@ def test_success_prediction_and_delta_nn_from_a_table(capsys, tmp_path):
     assert "delta_NN (gelu) >= 23.98" in off and "delta_alg" in off
 
 
-def test_success_prediction_m2_gives_the_reason(capsys, tmp_path):
-    out = run(capsys, "success", "--activations", "gelu,quad", "--eta", "quad=0.05", "--width", "2", "--link",
-              "phase-retrieval", "--d", "20", "--steps", "3", "--deltas", "2,4", "--seeds", "1", "--predict",
-              "--delta-nn-table", _nn_table(tmp_path), "--mark", "quad:delta_NN>=3", "--out", str(tmp_path / "s"))
-    for a in ("gelu", "quad"):
-        pred = out["data"]["prediction"][a]
-        assert pred["points"] == [] and "m = 1" in pred["reason"] and pred["reason"] in out["caption"]
-    # no setting of this table is m = 2: said, not dropped; the user's bound is labelled as one
+def test_success_prediction_m2(capsys, tmp_path):
+    """m = 2: the finite-d prediction is built (capture rays over the circle of initial-overlap directions); a
+    delta_NN table without a width-2 setting says so instead of dropping the mark."""
+    out = run(capsys, "success", "--activations", "gelu", "--width", "2", "--link", "phase-retrieval", "--d", "20",
+              "--steps", "3", "--deltas", "2,4", "--seeds", "1", "--predict", "--predict-deltas", "4", "--paths",
+              "1024", "--replicas", "2", "--delta-nn-table", _nn_table(tmp_path), "--mark", "gelu:delta_NN>=3",
+              "--out", str(tmp_path / "s"))
+    pred = out["data"]["prediction"]["gelu"]
+    assert pred["reason"] is None and len(pred["points"]) == 1 and "ray" in pred["how"]
+    p = pred["points"][0]
+    assert not p["error"] and 0 <= p["low"] <= p["probability"] <= p["high"] <= 1
     assert "has no rows of setting pr-gelu-m2" in out["data"]["delta_nn"]["gelu"]["reason"]
-    assert out["data"]["marks"]["quad (eta 0.05)"]["delta_NN"]["text"] == "delta_NN (quad) >= 3 (a lower bound)"
+    assert out["data"]["marks"]["gelu (eta 1)"]["delta_NN"]["text"] == "delta_NN (gelu) >= 3 (a lower bound)"
 
-
-def test_table_and_plot_share_the_finite_d_curve(monkeypatch):
-    """theorykit table's finite_d cell is the crossing of finite_d_curve's points (the function the plot draws)."""
-    from theorykit.compare import settings_table as st
-    from theorykit.dynamics import capture
+def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
+    """theorykit table's finite_d cell and plot success --predict both call theorykit.thresholds.finite_d (the one
+    finite-d pipeline): the cell is its midpoint and band."""
+    import theorykit.thresholds as th
+    from theorykit.report import table as st
     from theorykit.problem import Problem
 
-    pts = [{"delta": 2.0, "probability": 0.1, "low": 0.05, "high": 0.2, "error": "", "how": "H"},
-           {"delta": 6.0, "probability": 0.9, "low": 0.8, "high": 0.95, "error": "", "how": "H"}]
     seen = []
-    monkeypatch.setattr(capture, "finite_d_curve", lambda pr, deltas, d, **kw: seen.append((pr.steps, deltas, d, kw))
-                        or pts)
+    real = th.finite_d
+
+    def spy(problem, deltas, ds, horizon, **kw):
+        seen.append((problem.m, list(deltas), list(ds), horizon, kw.get("paths"), kw.get("replicas")))
+        return real(problem, deltas, ds, horizon, **kw)
+
+    monkeypatch.setattr(th, "finite_d", spy)
     pr = Problem("gelu", "phase-retrieval", "square", 1, eta=1.0, delta=1.0, steps=1)
-    cell = st._finite_d(pr, st.parse_columns("finite_d@d=40:T=5")[0], st.TableOptions(paths=256, replicas=2,
-                                                                                       deltas=(2.0, 6.0)))
-    assert seen == [(5, [2.0, 6.0], 40, {"paths": 256, "replicas": 2})]
-    assert cell["value"] == 4.0 and cell["how"].startswith("H; P(success) 2: 0.10, 6: 0.90")
-    pts[1]["error"] = "m0 = hi = 1 is not captured"
-    with pytest.raises(TheorykitError, match="delta = 6: m0 = hi"):
-        st._finite_d(pr, st.parse_columns("finite_d@d=40:T=5")[0], st.TableOptions(deltas=(2.0, 6.0)))
+    opt = st.TableOptions(paths=1024, replicas=2, deltas=(4.0, 30.0))
+    cell = st._finite_d(pr, st.parse_columns("finite_d@d=40:T=5")[0], opt)
+    assert seen == [(1, [4.0, 30.0], [40], 5, 1024, 2)]
+    m = real(pr, [4.0, 30.0], [40], 5, paths=1024, replicas=2).midpoints[0]
+    assert np.allclose([cell["value"], cell["low"], cell["high"]], [m["midpoint"], *m["band"]], equal_nan=True)
+    assert cell["how"].startswith("theorykit.finite_d (") and "P(capture by T) 4: " in cell["how"]

@@ -51,3 +51,16 @@ def test_threshold_cli_answers_with_the_dynamical_criterion(capsys):
     assert nn["value"] == out["delta_dyn"]["value"] or (nn["value"] is None and out["delta_dyn"]["value"] is None)
     assert [g["delta"] for g in out["delta_dyn"]["gamma"]] == [8.0, 20.0]
     assert np.isfinite(out["delta_dyn"]["gamma"][1]["value"])
+
+
+def test_delta_nn_api_answers_with_the_dynamical_criterion_where_the_hessian_is_psd():
+    """The rule "PSD Hessian -> delta_dyn" lives in the API (delta_nn), and the CLI's --nn answer is built by it."""
+    p = tk.Problem("relu", "phase-retrieval", "square", 1, delta=5.0, eta=0.5, steps=10)
+    with pytest.raises(TheorykitError, match="positive semi-definite.*dyn_range"):
+        tk.delta_nn(p, 8, first_t=2)
+    nn = tk.delta_nn(p, 8, first_t=2, dyn_range=(4, 8), dyn_deltas=[8.0, 20.0], paths=512, replicas=2)
+    dyn = tk.delta_dyn(p, [8.0, 20.0], (4, 8), paths=512, replicas=2)
+    assert nn.criterion == "dynamical" and nn.sequence == () and "positive semi-definite" in nn.note
+    assert (nn.value == dyn.value or (np.isnan(nn.value) and np.isnan(dyn.value))) and nn.gamma == dyn.gamma
+    d = nn.as_dict()
+    assert d["converged"] is None and d["evidence"]["gamma"] == [dict(g) for g in dyn.gamma]

@@ -84,10 +84,6 @@ def test_dmft_flow_ranges(option, value):
     refused(argv, option)
 
 
-def test_dmft_capture_needs_a_step():
-    refused(DMFT + ["--eta", "0.5", "--steps", "0", "--capture", "100"], "--capture needs --steps >= 1")
-
-
 # ------------------------------------------------------------------------------------------------ simulate
 @pytest.mark.parametrize("option, value", [
     ("--d", "0"), ("--d", "-5"), ("--d", "2.5"), ("--steps", "-1"), ("--steps", "nan"),

@@ -10,7 +10,7 @@ import pytest
 
 import theorykit.referee.gd as gd
 from theorykit.cli import main
-from theorykit.compare import binomial
+from theorykit.validation import binomial
 from theorykit.errors import TheorykitError
 from theorykit.referee.gd import simulate
 from theorykit.referee.sweeps import read_csv, summarise, sweep

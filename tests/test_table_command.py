@@ -7,7 +7,7 @@ import pytest
 
 from theorykit._cli._args import split_top
 from theorykit.cli import main
-from theorykit.compare import settings_table as st
+from theorykit.report import table as st
 from theorykit.errors import TheorykitError
 
 
@@ -34,7 +34,7 @@ def test_parse_eta_and_split():
 
 def test_table_end_to_end_cached_and_failed_cells(tmp_path, capsys):
     stem = str(tmp_path / "t")
-    argv = ["table", "--activations", "gelu,Max(0,x)", "--widths", "1,2", "--link", "phase-retrieval",
+    argv = ["table", "--activations", "gelu,Max(0,x)", "--widths", "1,3", "--link", "phase-retrieval",
             "--eta", "0.5", "--columns", "delta_alg,sim@d=40:T=30,finite_d@d=40:T=5", "--deltas", "2,12",
             "--seeds", "2", "--paths", "256", "--replicas", "2", "--out", stem, "--json"]
     assert main(argv) == 0
@@ -45,8 +45,8 @@ def test_table_end_to_end_cached_and_failed_cells(tmp_path, capsys):
         assert r["delta_alg"] == 0.5 and r["delta_alg_status"] == "computed"
         assert "simulated GD at d = 40" in r["sim@d=40:T=30_how"] and r["sim@d=40:T=30_status"] == "computed"
         assert r["seconds"] >= 0 and r["wall_seconds"] >= 0
-        if r["width"] == 2:  # the matched capture prediction is m = 1 only: recorded, the rest goes on
-            assert r["finite_d@d=40:T=5_status"] == "failed" and "m = 1" in r["finite_d@d=40:T=5_error"]
+        if r["width"] == 3:  # the finite-d answer is built for m = 1 and 2: recorded, the rest goes on
+            assert r["finite_d@d=40:T=5_status"] == "failed" and "m = 1 and 2" in r["finite_d@d=40:T=5_error"]
         else:
             assert r["finite_d@d=40:T=5_status"] == "computed", r["finite_d@d=40:T=5_error"]
     with open(stem + ".md") as fh:
@@ -60,7 +60,7 @@ def test_table_end_to_end_cached_and_failed_cells(tmp_path, capsys):
     for a, b in zip(rows, again):
         assert b["delta_alg_status"] == "cached" and b["sim@d=40:T=30_status"] == "cached"
         assert b["sim@d=40:T=30"] == a["sim@d=40:T=30"]  # (null both times when it does not cross 1/2)
-        assert b["finite_d@d=40:T=5_status"] == ("failed" if b["width"] == 2 else "cached")
+        assert b["finite_d@d=40:T=5_status"] == ("failed" if b["width"] == 3 else "cached")
 
 
 def test_table_one_line_errors(capsys, tmp_path):

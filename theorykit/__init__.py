@@ -23,7 +23,7 @@ Public API (everything else is implementation):
     dmft, flow_schedule               DMFT of GD (docs/theory.md §3, §3.2) with standard errors; gradient-flow grids
     dmft_scan, PathLaw                one setting at a list of delta (common random numbers, frozen choices); the DMFT's
                                       law of (r, y, z, D, zeta) at requested times (keep_law_at), for the Hessian theory
-    capture_threshold                 initial hard overlap the nonlinear DMFT captures (matched finite-d prediction)
+    capture_threshold                 initial hard overlap the nonlinear DMFT captures by a horizon (m*)
     dmft_closed_form                  exact t = 0, 1 DMFT quantities (polynomial sigma, square loss)
     linear_gd_limit                   exact d -> infinity GD curves of the linear model (Marchenko-Pastur)
     finite_d, FiniteD                 at your d and horizon (m = 1, 2): P(GD captures the hard direction by t) for every t,
@@ -31,10 +31,9 @@ Public API (everything else is implementation):
     check, CheckResult                a hand calculation checked: a claimed closed form (Hermite coefficient, Gaussian
                                       expectation in sigma and its derivatives, delta_alg, exponent, t <= 1 DMFT
                                       quantity) -> "equal (exactly)", "equal to N digits" or "differs by ..." and how
-    compare                           comparison statistics (Wilson intervals, P = 1/2 midpoints, c/d fits), the
-                                      resumable runner and table writer behind scripts/ and the table commands
 Layout (the theory's order): symbolic -> problem -> dynamics (DMFT) -> spectra -> thresholds; the finite-d referee (referee/) beside
-it, never importing the theory; compare/ (tables) uses both; cli.  docs/theory.md states the equations.
+it, never importing the theory; report/ (table, figures) and claims (check) use both; cli.  The validation studies
+(theorykit.validation, behind scripts/) are the project's evidence, not API: nothing here imports them.  docs/theory.md states the equations.
 Conventions (Hermite normalisation, scalings): theorykit.conventions.
 """
 from .errors import TheorykitError, ParseError, DivergenceError
@@ -45,17 +44,16 @@ from .symbolic.gaussian import expectation, Expectation
 from .symbolic.links import analyse_link, LinkAnalysis, DeltaAlg
 from .problem import Problem
 from .population import population_loss
-from .dynamics import (CapturePrediction, ClosedFormDMFT, DMFTResult, LinearGDLimit, PathLaw, capture_threshold, dmft,
-                       dmft_closed_form, dmft_scan, flow_schedule, linear_gd_limit)
+from .dynamics import (ClosedFormDMFT, DMFTResult, LinearGDLimit, PathLaw, dmft, dmft_closed_form, dmft_scan,
+                       flow_schedule, linear_gd_limit)
 from .spectra import (SpectralLaw, SpectralPrediction, bulk_edge, outlier, spectral_law, spectral_prediction,
                       spectral_start, spectral_threshold, HessianLaw, HessianPrediction, hessian_prediction,
                       hessian_density, eigenvalue_counting)
-from .thresholds import DeltaDyn, DeltaNN, DeltaStar, FiniteD, delta_dyn, delta_nn, delta_star, finite_d
+from .thresholds import DeltaDyn, DeltaNN, DeltaStar, FiniteD, capture_threshold, delta_dyn, delta_nn, delta_star, finite_d
 from .referee import (HessianSpectrum, SimulationResult, hessian_bottom, hessian_matvec, simulate, summarise, sweep)
-from .compare.claims import CheckResult, check
-from . import compare
+from .claims import CheckResult, check
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401  (the package version)
 
 __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Link", "Loss", "Preprocessing", "preprocessing", "activation", "link",
            "loss", "Network", "Derivatives", "hermite_coefficients", "gaussian_expectation", "HermiteExpansion",
@@ -64,7 +62,7 @@ __all__ = ["TheorykitError", "ParseError", "DivergenceError", "Activation", "Lin
            "SpectralPrediction", "spectral_law", "outlier", "bulk_edge",
            "hessian_bottom", "hessian_matvec", "HessianSpectrum", "population_loss",
            "dmft_closed_form", "ClosedFormDMFT", "dmft", "flow_schedule", "DMFTResult", "capture_threshold",
-           "CapturePrediction", "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start", "compare",
+           "linear_gd_limit", "LinearGDLimit", "dmft_scan", "PathLaw", "spectral_start",
            "HessianLaw", "HessianPrediction", "hessian_prediction", "hessian_density", "eigenvalue_counting",
            "DeltaStar", "delta_star", "DeltaNN", "delta_nn", "DeltaDyn", "delta_dyn", "FiniteD", "finite_d", "check",
            "CheckResult"]

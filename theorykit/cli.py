@@ -16,7 +16,7 @@ import math
 import sys
 from typing import Optional
 
-from . import __version__
+from .version import __version__
 from .errors import TheorykitError
 # the command registry is static: a command module that fails to import is an internal bug and makes `theorykit`
 # fail loudly here (never a silently missing or "unavailable" command)

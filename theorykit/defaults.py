@@ -53,6 +53,11 @@ FLOW_ETA0 = 0.05
 FLOW_ETA_MAX = 1.0
 FLOW_DOUBLING_EVERY = 40
 
+#: DMFT paths (total over replicas) and replicas of a threshold scan and of the finite-d answer (delta_star,
+#: delta_nn, delta_dyn, finite_d and the threshold command): the validation tables' accuracy
+THRESHOLD_PATHS = 16384
+THRESHOLD_REPLICAS = 4
+
 #: capture_threshold's bisection on the initial hard overlap m0 in [lo, hi]
 CAPTURE_LO = 0.0
 CAPTURE_HI = 1.0

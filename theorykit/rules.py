@@ -46,7 +46,7 @@ import numpy as np
 from ._checks import check_number
 from .errors import TheorykitError
 
-__all__ = ["midpoint", "Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
+__all__ = ["crossing", "crossing_index", "first_passage", "Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
@@ -451,15 +451,31 @@ def conditional_means(index, values, weights=None, groups: Optional[int] = None)
     return mass, means
 
 
-def midpoint(x: Sequence[float], y: Sequence[float], level: float = 0.5) -> Optional[float]:
-    """The x at which y crosses ``level``, by linear interpolation between the first bracketing pair.
-
-    Points are taken in the order given (x ascending in practice).  Non-monotone data: the FIRST adjacent pair with
-    (y_i - level)(y_{i+1} - level) <= 0 and y_i != y_{i+1} is used, later crossings are ignored; a pair that only
-    touches the level with equal values is skipped; a pair with a NaN never brackets (drop NaN points first to
-    interpolate across them).  Returns None when the level is not crossed.
-    """
-    for i in range(len(x) - 1):
-        if (y[i] - level) * (y[i + 1] - level) <= 0 and y[i] != y[i + 1]:
-            return x[i] + (level - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
+def crossing_index(y: Sequence[float], level: float = 0.5, *, upward: bool = False) -> Optional[int]:
+    """The first i at which the pair (y_i, y_{i+1}) brackets ``level``: (y_i - level)(y_{i+1} - level) <= 0 with
+    y_i != y_{i+1} (``upward``: y_i <= level <= y_{i+1}, a crossing from below only).  A pair that only touches the
+    level with equal values is skipped; a pair with a NaN never brackets.  None when the level is not crossed."""
+    for i in range(len(y) - 1):
+        a, b = y[i] - level, y[i + 1] - level
+        if y[i] != y[i + 1] and ((a <= 0 <= b) if upward else (a * b <= 0)):
+            return i
     return None
+
+
+def crossing(x: Sequence[float], y: Sequence[float], level: float = 0.5, *, upward: bool = False) -> Optional[float]:
+    """The x at which y crosses ``level``, by linear interpolation in the first bracketing pair
+    (:func:`crossing_index`; points in the order given, x ascending in practice; later crossings are ignored; drop
+    NaN points first to interpolate across them).  The one crossing finder of the package: finite-d midpoints
+    delta_1/2, simulated midpoints, delta_dyn (gamma crossing 0 upwards), overlap crossings.  None when the level is
+    not crossed."""
+    i = crossing_index(y, level, upward=upward)
+    if i is None:
+        return None
+    return x[i] + (level - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
+
+
+def first_passage(y: Sequence[float], level: float = 0.5) -> Optional[int]:
+    """The first index at which y >= ``level`` (a first-passage time on an integer grid, e.g. the escape time t_1/2
+    from P(capture by t)); None when y never reaches it."""
+    idx = np.flatnonzero(np.asarray(y, dtype=float) >= level)
+    return int(idx[0]) if idx.size else None

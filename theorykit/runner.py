@@ -1,6 +1,7 @@
 """One resumable runner for every batch of independent jobs (simulator seeds, sweeps, comparison tables), and the
 Wilson interval of the success fractions they measure.  Shared layer: it imports only theorykit.errors,
-theorykit._checks and third-party packages, so both the referee (sweeps) and compare/ (tables) build on it.
+theorykit._checks and third-party packages, so both the referee (sweeps) and report/ and validation/ (tables) build
+on it.
 
 :func:`run_jobs` runs ``worker(**kwargs)`` for each job and appends one CSV row per job as it finishes, so an
 interrupted run keeps what it did and the same call resumes it:
@@ -20,7 +21,7 @@ interrupted run keeps what it did and the same call resumes it:
 
 File layout::
 
-    # theorykit.compare.run_jobs: one row per job, appended as jobs finish; rerun the same call to resume
+    # theorykit.validation.run_jobs: one row per job, appended as jobs finish; rerun the same call to resume
     # settings: {"columns": [...], "json_columns": [...], "settings": {...}}
     job,<columns...>,status,error,seconds
     ...
@@ -29,7 +30,7 @@ File layout::
 still resumed.)  Floats are written with ``repr`` (exact round trip); lists and arrays as JSON (decoded again for
 ``json_columns``).
 
-:func:`wilson` is the Wilson score interval of k successes in n (used by ``theorykit.compare.stats.binomial`` and
+:func:`wilson` is the Wilson score interval of k successes in n (used by ``theorykit.validation.stats.binomial`` and
 ``theorykit.referee.sweeps.summarise``).
 """
 from __future__ import annotations
@@ -56,7 +57,7 @@ from .errors import TheorykitError
 __all__ = ["run_jobs", "read_rows", "check_writable", "normalise", "wilson", "RUNNER_COLUMNS"]
 
 #: first line of every runner file (the runner's former path: files written before it moved stay resumable)
-MAGIC = "# theorykit.compare.run_jobs"
+MAGIC = "# theorykit.validation.run_jobs"
 SETTINGS_PREFIX = "# settings: "
 #: columns the runner adds after the caller's (unless the caller's list has them)
 RUNNER_COLUMNS = ("status", "error", "seconds")

@@ -11,7 +11,7 @@ KIND is one of
                                                         symbols the claim may use)
 
 The answer is "equal (exactly)", "equal to N digits" or "differs by ...", with how it was decided (the Python API is
-theorykit.check; the rules are in theorykit/compare/claims.py).  JSON keys: kind, quantity, claim, verdict
+theorykit.check; the rules are in theorykit/claims.py).  JSON keys: kind, quantity, claim, verdict
 ("equal" | "agrees" | "differs" | "undecided"), message, digits, computed {exact, value, error, tier, method},
 difference {exact, value}, how, seconds.  Exit status: 0 equal or agrees, 3 differs, 4 undecided, 2 bad input.
 """
@@ -70,7 +70,7 @@ def add_parser(sub):
 
 
 def run(args) -> dict:
-    from ..compare.claims import check
+    from ..claims import check
 
     check_args(args)
     kind = args.kind.replace("-", "_")

@@ -1,15 +1,14 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|gauss-legendre|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response auto|stein|direct] [--kernels] [--bias-check auto|on|off] [--predict-d D] [--capture D [D ...]] [--capture-hi H]
+[--response auto|stein|direct] [--kernels] [--bias-check auto|on|off]
 [--progress] [--json]
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
 --kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (when the bias check ran: with Stein's responses, or --bias-check on), settings,
-method (prose: how it was solved), problem, seconds, diverged_at (+ success_probability {d, values} with --predict-d; + capture {m_star, bracket, evaluations,
-M_rel_stderr, noise_limited, predictions [{d, probability, low, high, m_star, bracket, t_match, v, v_stderr,
-noise_limited, how}]} with --capture).
+method (prose: how it was solved), problem, seconds, diverged_at.  What GD at a finite d does by a horizon (the
+capture probability, midpoints, escape times) is `theorykit threshold --d D --horizon T` (theorykit.finite_d).
 """
 import math
 import sys
@@ -19,7 +18,7 @@ from ._args import add_initial_law_arguments, add_network_arguments, check_args,
     nonnegative_float, positive_float, seed_type
 
 EXAMPLE = ("example: theorykit dmft --activation relu --link phase-retrieval --delta 2 --eta 0.5 --steps 40 "
-           "--paths 4096 --replicas 4 --predict-d 200")
+           "--paths 4096 --replicas 4")
 
 
 def add_parser(sub):
@@ -64,13 +63,6 @@ def add_parser(sub):
     p.add_argument("--bias-check", default="auto", choices=["auto", "on", "off"],
                    help="also solve as many replicas with half the paths, report the finite-path bias ('bias') and "
                         "include it in the standard errors (auto: on with Stein's responses)")
-    p.add_argument("--predict-d", type=integer(1), default=None,
-                   help="also give the predicted probability of hard overlap > 1/2 at this d (docs/theory.md §3.2)")
-    p.add_argument("--capture", type=integer(1), nargs="+", default=None, metavar="D",
-                   help="also give the matched finite-d probability of capturing the hard direction by --steps at "
-                        "these d >= 1 (m = 1; needs --steps >= 1; runs capture_threshold: ~10 more DMFT solves)")
-    p.add_argument("--capture-hi", type=positive_float, default=defaults.CAPTURE_HI,
-                   help=f"largest initial hard overlap (> 0) tried by capture_threshold (default {defaults.CAPTURE_HI:g})")
     add_initial_law_arguments(p)
     p.add_argument("--init", choices=["random", "spectral"], default="random",
                    help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: GD from the top "
@@ -95,12 +87,6 @@ def run(args) -> dict:
         if args.eta is None or args.steps is None:
             raise TheorykitError("give --eta and --steps (or --flow-time for the gradient-flow mode)")
         step = dict(eta=args.eta, steps=args.steps)
-    if args.capture is not None and args.flow_time is not None:
-        raise TheorykitError("--capture needs --eta and --steps (capture_threshold runs constant-step GD)")
-    if args.capture is not None and args.steps == 0:
-        raise TheorykitError("--capture needs --steps >= 1 (nothing is captured at t = 0)")
-    if len(set(args.capture or ())) != len(args.capture or ()):
-        raise TheorykitError(f"--capture: duplicate d in {args.capture}")
     progress = bool(args.progress) or sys.stderr.isatty()
     law = initial_law(args)
     if args.init == "spectral" and (law["M0"] is not None or law["Sigma0"] is not None):
@@ -125,17 +111,6 @@ def run(args) -> dict:
         hard["ess"] = [v if math.isfinite(v) else None for v in hard["ess"]]
         hard["ess_note"] = ("null: no effective sample size of pathwise tangents here (with a kinked activation or "
                             "loss the hard process runs on Stein kernels instead of tangents)")
-    if args.predict_d is not None:
-        out["success_probability"] = {"d": args.predict_d,
-                                      "values": res.success_probability(args.predict_d).tolist()}
-    if args.capture is not None:
-        from ..dynamics import capture_threshold
-
-        cap = capture_threshold(args.activation, args.link, args.loss, args.width, delta=args.delta, eta=args.eta,
-                                steps=args.steps, lo=0.0, hi=args.capture_hi, a=args.a, b=args.b, ridge=args.ridge,
-                                paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
-                                sampler=args.sampler, response=args.response, seed=args.seed)
-        out["capture"] = {**cap, "predictions": [res.capture_prediction(d, cap).as_dict() for d in args.capture]}
     return out
 
 
@@ -164,19 +139,6 @@ def text(r) -> str:
         if ru is not None and ru < r["t"][-1]:
             lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): the linear hard "
                          f"process amplifies noise where it does not contract; raise --paths")
-    if r.get("success_probability"):
-        sp_ = r["success_probability"]
-        lines.append(f"predicted P(hard cos^2 > 1/2) at d = {sp_['d']}, t = {r['t'][-1]}: {sp_['values'][-1]:.3g}")
-    if r.get("capture"):
-        c = r["capture"]
-        lines.append(f"capture threshold m* = {c['m_star']:.4g} (bracket [{c['bracket'][0]:.4g}, {c['bracket'][1]:.4g}]): "
-                     f"initial hard overlap the d -> infinity DMFT needs to reach cos^2 > 1/2 by t = {r['t'][-1]}")
-        for q in c["predictions"]:
-            lines.append(f"matched P(capture by t = {r['t'][-1]}) at d = {q['d']}: {q['probability']:.3g} "
-                         f"[{q['low']:.3g}, {q['high']:.3g}] (v_eff = {q['v']:.3g} at t = {q['t_match']})")
-        if c.get("noise_limited"):
-            lines.append(f"warning: m* is noise-limited (relative s.e. of M along e {c['M_rel_stderr']:.2g} at the "
-                         "bracket): the replicas' Monte-Carlo noise drives the hard overlap; raise --paths")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']}")

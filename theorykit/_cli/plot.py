@@ -1,15 +1,15 @@
-"""theorykit plot KIND ... --out STEM: a figure as STEM.png and STEM.pdf (theorykit/compare/figures.py).
+"""theorykit plot KIND ... --out STEM: a figure as STEM.png and STEM.pdf (theorykit/report/figures.py).
 
 Kinds:
 
 * success: P(success) of finite-d GD against delta for one or more activations (sweeps, resumable with --csv-dir),
   with delta_alg and any --mark LABEL:NAME=DELTA (e.g. gelu:delta_dyn=5.18; LABEL:NAME>=DELTA for a lower bound)
-  drawn as vertical lines.  --predict adds, for each curve of width m = 1, the DMFT's matched finite-d prediction
-  P(success at this d by the horizon) with its band (theorykit.dynamics.finite_d_curve, the function behind
-  `theorykit table`'s finite_d column; at --predict-deltas, default --deltas, with --paths and --replicas; one DMFT
-  and one capture-threshold bisection per delta, so slow at long horizons); for m >= 2 the caption, the figure and
-  the JSON give the reason there is none.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part nn) for each
-  curve whose (activation, link, loss, m, eta) is a setting of theorykit.compare.hessian_check.SETTINGS (pr-gelu,
+  drawn as vertical lines.  --predict adds, for each curve of width m = 1 or 2, the DMFT's finite-d prediction
+  P(success at this d by the horizon) with its band (theorykit.finite_d, the function behind `theorykit table`'s
+  finite_d column and `theorykit threshold --horizon`; at --predict-deltas, default --deltas, with --paths and
+  --replicas; per delta one DMFT and a ladder of DMFT runs per ray, so slow at long horizons); where there is none
+  the caption, the figure and the JSON give the reason.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part nn) for each
+  curve whose (activation, link, loss, m, eta) is a setting of theorykit.cases.CASES (pr-gelu,
   pr-x2, bounded, ...), labelled "delta_NN >= X (not converged by t = T)" when it is a lower bound; a curve without
   a setting is named in the caption.  A mark outside the plotted delta range is an arrow at its edge and is listed
   in the caption;
@@ -23,7 +23,7 @@ Kinds:
 
 JSON keys: kind, files [png, pdf], caption (what the figure shows), data (the numbers drawn, per kind), seconds.
 For success, data has curves (per activation), marks (per curve label: a number, or {delta, text} for a bound),
-prediction (with --predict, per activation: {points: finite_d_curve's dicts, how, reason}) and delta_nn (with
+prediction (with --predict, per activation: {points [{delta, probability, low, high, noise_limited, error}], how, reason}) and delta_nn (with
 --delta-nn-table, per activation: {delta, converged, T, setting, text} or {reason}).
 """
 import csv
@@ -64,8 +64,8 @@ def add_parser(sub):
                    help="a vertical line for curve LABEL, e.g. gelu:delta_NN=8, or gelu:delta_NN>=24 for a lower "
                         "bound (repeatable)")
     s.add_argument("--predict", action="store_true",
-                   help="also the DMFT's matched finite-d prediction P(success at this d by the horizon), m = 1 "
-                        "(finite_d_curve: one DMFT and one capture-threshold bisection per delta; slow)")
+                   help="also the DMFT's finite-d prediction P(success at this d by the horizon), m = 1, 2 "
+                        "(theorykit.finite_d: a ladder of DMFT runs per delta; slow)")
     s.add_argument("--predict-deltas", default=None, help="comma-separated deltas of the prediction (default: "
                                                           "--deltas)")
     s.add_argument("--paths", type=integer(2), default=None, help="DMFT paths of the prediction (default 16384)")
@@ -150,10 +150,10 @@ def _marks(texts, labels):
 
 
 def _delta_nn_marks(path, problems) -> dict:
-    """delta_NN per curve from a delta_nn table (part nn): the setting of theorykit.compare.hessian_check.SETTINGS
+    """delta_NN per curve from a delta_nn table (part nn): the setting of theorykit.cases.CASES
     whose Problem (activation, link, loss, m, eta) is the curve's.  {curve: {"delta", "text", "converged", "T",
     "setting"}, or {"reason"} when no setting matches or the table has no delta_NN for it}."""
-    from ..compare.hessian_check import SETTINGS, problem_of
+    from ..cases import CASES as SETTINGS, problem as problem_of
     from ..errors import TheorykitError
 
     rows = _read_rows(path, "nn", "--delta-nn-table")
@@ -170,7 +170,7 @@ def _delta_nn_marks(path, problems) -> dict:
         if not got:
             what = f"{a} / {pr.link} / {pr.loss} / m = {pr.m} / eta = {pr.eta:g}"
             out[a] = {"reason": f"{path} has no rows of setting {names[0]} ({what})" if names else
-                                f"no setting of theorykit.compare.hessian_check.SETTINGS is {what} (mark it with "
+                                f"no setting of theorykit.cases.CASES is {what} (mark it with "
                                 f"--mark {a}:delta_NN=DELTA)"}
             continue
         r = got[-1]
@@ -200,12 +200,13 @@ def _prediction_cache(args, pr):
 
 
 def _prediction(args, pr, deltas) -> dict:
-    """The finite-d prediction of one curve (finite_d_curve), or the reason there is none: {points, how, reason,
-    cached}.  With --csv-dir the points that did not fail are stored and read back (cached: how many were)."""
+    """The finite-d prediction of one curve (theorykit.finite_d at --d by the horizon --steps), or the reason there is
+    none: {points, how, reason, cached}.  With --csv-dir the points that did not fail are stored and read back
+    (cached: how many were)."""
     import json
 
-    from ..dynamics.capture import finite_d_curve
     from ..errors import TheorykitError
+    from ..thresholds import finite_d
 
     path = _prediction_cache(args, pr)
     done = {}
@@ -213,19 +214,26 @@ def _prediction(args, pr, deltas) -> dict:
         with open(path) as fh:
             done = json.load(fh)
     todo = [dl for dl in deltas if f"{dl:g}" not in done]
+    new, how = [], done.get("how", "")
     try:
-        new = finite_d_curve(pr, todo, args.d, paths=args.paths, replicas=args.replicas,
-                             progress=bool(args.progress)) if todo else []
+        if todo:
+            fd = finite_d(pr, todo, [args.d], pr.steps, paths=args.paths, replicas=args.replicas,
+                          progress=bool(args.progress))
+            how = fd.method
+            for i, q in enumerate(fd.per_delta):
+                new.append({"delta": q["delta"], "probability": float(fd.probability[i, 0, -1]),
+                            "low": float(fd.low[i, 0, -1]), "high": float(fd.high[i, 0, -1]),
+                            "noise_limited": q["noise_limited"], "error": q["error"]})
     except TheorykitError as e:
         return {"points": [], "how": "", "reason": f"no finite-d prediction: {e}", "cached": 0}
     fresh = {f"{p['delta']:g}": p for p in new}
     if path and new:
         os.makedirs(args.csv_dir, exist_ok=True)
         with open(path + ".tmp", "w") as fh:
-            json.dump({**done, **{k: p for k, p in fresh.items() if not p["error"]}}, fh)
+            json.dump({**done, **{k: p for k, p in fresh.items() if not p["error"]}, "how": how}, fh)
         os.replace(path + ".tmp", path)
     pts = [{**done, **fresh}[f"{dl:g}"] for dl in deltas]
-    return {"points": pts, "how": pts[0]["how"], "reason": None, "cached": len(deltas) - len(todo)}
+    return {"points": pts, "how": how, "reason": None, "cached": len(deltas) - len(todo)}
 
 
 def _prediction_caption(preds) -> str:
@@ -241,14 +249,14 @@ def _prediction_caption(preds) -> str:
                      + (f"; {p['cached']} of {len(p['points'])} points read back from --csv-dir" if p["cached"] else "")
                      + (f"; m_star noise-limited (unreliable) at delta = {', '.join(noisy)}" if noisy else ""))
     drawn = any(not p["reason"] for p in preds.values())
-    return (("Dashed with hatched bands: the finite-d prediction (open squares: m_star noise-limited), band = the low "
-             "and high bounds of DMFTResult.capture_prediction (m_star bracket, v_eff +- 2 se, matching time; a band "
-             "of the inputs, not a confidence interval). " if drawn else "") + ". ".join(parts))
+    return (("Dashed with hatched bands: the finite-d prediction theorykit.finite_d (open squares: m_star "
+             "noise-limited), band = the replicas' m* and V_eff +- 2 se (a band of the inputs, not a confidence "
+             "interval). " if drawn else "") + ". ".join(parts))
 
 
 def _success(args):
-    from ..compare import figures
-    from ..compare.settings_table import parse_eta
+    from ..report import figures
+    from ..report.table import parse_eta
     from ..errors import TheorykitError
     from ..problem import Problem
     from ..referee.sweeps import summarise, sweep
@@ -323,7 +331,7 @@ def _hessian(args):
         raise TheorykitError(f"plot hessian draws the full spectrum (dense): d * m <= 1000, got {args.d * args.width}")
     args.hessian_k, args.hessian_method = args.d * args.width, "dense"
     r = _hessian_command().run(args)
-    from ..compare import figures
+    from ..report import figures
 
     sim = r["simulated"] or {}
     title = (f"{args.activation} / {args.link} / {args.loss}, m = {args.width}, delta = {args.delta:g}, eta = "
@@ -338,7 +346,7 @@ def _hessian(args):
 
 
 def _from_table(args, part):
-    from ..compare import figures
+    from ..report import figures
 
     rows = _read_rows(args.table, part)
     if args.settings:
@@ -373,7 +381,7 @@ def _runs(args):
 
 
 def _dmft_vs_sim(args):
-    from ..compare import figures
+    from ..report import figures
     from ..dynamics.solver import dmft
 
     pr, sims = _runs(args)
@@ -388,7 +396,7 @@ def _dmft_vs_sim(args):
 
 
 def _grokking(args):
-    from ..compare import figures
+    from ..report import figures
     from ..dynamics.solver import dmft
 
     pr, sims = _runs(args)
@@ -408,7 +416,7 @@ def _grokking(args):
 
 
 def run(args) -> dict:
-    from ..compare import figures
+    from ..report import figures
 
     check_args(args)
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ gelu=1,quad=0.05] [--deltas 4,6,8,10] [--seeds 16] [--paths N] [--replicas R] [-
 [--progress] [--json]
 
 One row per setting (activation x loss x width x link), one value per column with its error and how it was
-obtained (theorykit/compare/settings_table.py).  Cells are cached as they finish (keyed by the Problem's hash, the
+obtained (theorykit/report/table.py).  Cells are cached as they finish (keyed by the Problem's hash, the
 column and the numeric options): rerunning the same command reads them back, so an interrupted table resumes, and a
 cell that fails records its one-line error while the others go on.  With --out, writes NAME.csv and NAME.md (the
 regenerating command in the header).
@@ -20,7 +20,7 @@ from ._args import check_args, integer, parse_numbers, split_top
 
 
 def add_parser(sub):
-    from ..compare.settings_table import DEFAULT_COLUMNS, TableOptions
+    from ..report.table import DEFAULT_COLUMNS, TableOptions
 
     dv = TableOptions()
     p = sub.add_parser("table", help="a comparison table: one row per setting, thresholds and simulations as "
@@ -66,8 +66,8 @@ def command_line(args) -> str:
 
 
 def run(args) -> dict:
-    from ..compare import settings_table as st
-    from ..compare.tables import now, write_table
+    from ..report import table as st
+    from ..report.writer import now, write_table
     from ..errors import TheorykitError
 
     check_args(args)
@@ -90,7 +90,7 @@ def run(args) -> dict:
     cache = args.cache or (os.path.join(os.path.dirname(os.path.abspath(args.out)), ".cache", "table") if args.out
                            else os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "table"))
     if args.out:
-        from ..compare.tables import check_table_writable
+        from ..report.writer import check_table_writable
 
         check_table_writable(args.out)
     df = st.build(acts, losses, widths, links, columns, eta, options, cache, progress=bool(args.progress))
@@ -116,7 +116,7 @@ def run(args) -> dict:
 def text(r) -> str:
     import pandas as pd
 
-    from ..compare.settings_table import cell_text
+    from ..report.table import cell_text
 
     df = pd.DataFrame(r["rows"])
     lines = []

@@ -152,14 +152,13 @@ def run(args) -> dict:
         from ..thresholds import delta_dyn
 
         grid = args.dyn_deltas or list(np.geomspace(lo, hi, args.points))
-        out["delta_dyn"] = delta_dyn(problem, grid, tuple(args.dyn), paths=args.paths, replicas=args.replicas,
-                                     seed=args.seed, progress=bool(args.progress)).as_dict()
-    if args.nn is not None and psd:  # the one criterion that applies: delta_NN is delta_dyn
-        dy = out["delta_dyn"]
-        out["delta_nn"] = {"value": dy["value"], "stderr": dy["stderr"], "criterion": "dynamical", "converged": None,
-                           "evidence": {"note": psd + ", so delta_NN is the dynamical criterion's delta_dyn",
-                                        "rule": "delta_dyn: gamma(delta) = -d ln m*/dT crosses 0 (docs/theory.md §5)",
-                                        "sequence": [], "gamma": dy["gamma"]}}
+        dyn = delta_dyn(problem, grid, tuple(args.dyn), paths=args.paths, replicas=args.replicas, seed=args.seed,
+                        progress=bool(args.progress))
+        out["delta_dyn"] = dyn.as_dict()
+    if args.nn is not None and psd:  # the one criterion that applies: delta_NN is delta_dyn (the API's rule)
+        from ..thresholds import DeltaNN
+
+        out["delta_nn"] = DeltaNN.from_dynamical(dyn, psd).as_dict()
     elif args.nn is not None:
         from ..thresholds import delta_nn_from
 

@@ -4,7 +4,7 @@ Everything here is a pure function of arrays (NumPy, SciPy): no theorykit solver
 against a value computed by hand (tests/test_compare.py).
 
 * :func:`binomial` -- a success fraction with its binomial standard error and Wilson interval;
-* :func:`midpoint` -- the delta at which a success curve crosses 1/2 (linear interpolation);
+* :func:`crossing` -- the delta at which a success curve crosses 1/2 (linear interpolation; theorykit.rules);
 * :func:`compare` -- the relative error of a DMFT value against a seed mean, and the size expected from noise;
 * :func:`signed`, :func:`per_seed_rms` -- the signed scalar and the per-seed rms deviation of dmft_dscan;
 * :func:`cv_mean` -- the control-variate estimator of a seed mean;
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
-from ..rules import midpoint  # one definition, shared with the theory's thresholds
+from ..rules import crossing  # the one crossing finder, shared with the theory's thresholds
 from ..runner import wilson
 
-__all__ = ["Proportion", "binomial", "midpoint", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
+__all__ = ["Proportion", "binomial", "crossing", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
            "fit_over_d", "extrapolate_inverse", "loglog_slope", "within", "within_se", "within_factor", "in_band"]
 
 

@@ -37,8 +37,8 @@ from typing import Optional
 
 import sympy as sp
 
-from .. import conventions as cv
-from ..errors import ParseError, TheorykitError, TimeLimitError
+from . import conventions as cv
+from .errors import ParseError, TheorykitError, TimeLimitError
 
 __all__ = ["check", "CheckResult", "KINDS"]
 
@@ -113,8 +113,8 @@ def _from_expectation(e, symbols=None) -> Computed:
 
 
 def _hermite(activation, k, time_limit, wall_limit) -> tuple:
-    from ..symbolic.hermite import hermite_coefficients
-    from ..symbolic.ingredients import activation as make_activation
+    from .symbolic.hermite import hermite_coefficients
+    from .symbolic.ingredients import activation as make_activation
 
     act = make_activation(activation)
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 40:
@@ -180,9 +180,9 @@ def _dirac_expectation(coef: sp.Expr, arg: sp.Expr, j: int, q: sp.Expr) -> sp.Ex
 
 
 def _expectation(activation, of, variance, time_limit, wall_limit) -> tuple:
-    from ..symbolic._parse import parse_expression
-    from ..symbolic.gaussian import expectation, wall_clock_limit
-    from ..symbolic.ingredients import activation as make_activation
+    from .symbolic._parse import parse_expression
+    from .symbolic.gaussian import expectation, wall_clock_limit
+    from .symbolic.ingredients import activation as make_activation
 
     act = make_activation(activation)
     names = {"x": cv.X, "sigma": sp.Symbol("sigma"), "sigma1": sp.Symbol("sigma1"), "sigma2": sp.Symbol("sigma2"),
@@ -221,7 +221,7 @@ def _expectation(activation, of, variance, time_limit, wall_limit) -> tuple:
 
 
 def _link_analysis(link):
-    from ..symbolic.links import analyse_link
+    from .symbolic.links import analyse_link
 
     return analyse_link(link)
 
@@ -257,8 +257,8 @@ _QUANTITY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*(\d+)\s*(?:,\s*(
 
 
 def _dmft(problem, quantity, spec) -> tuple:
-    from ..dynamics.closed_form import ClosedFormDMFT, dmft_closed_form
-    from ..problem import Problem
+    from .dynamics.closed_form import ClosedFormDMFT, dmft_closed_form
+    from .problem import Problem
 
     if not isinstance(quantity, str) or not _QUANTITY.match(quantity):
         raise TheorykitError(f"quantity must be a name of theorykit.dmft_closed_form's result, optionally indexed "
@@ -309,7 +309,7 @@ def _dmft(problem, quantity, spec) -> tuple:
 def _number(v, name: str) -> sp.Expr:
     """An exact number from an int, a float (its shortest repr: 0.05 -> 1/20), a SymPy expression or text such as
     '1/20' or '0.05' (parsed by the whitelist, which reads decimals exactly)."""
-    from ..symbolic._parse import parse_expression
+    from .symbolic._parse import parse_expression
 
     if isinstance(v, str):
         return parse_expression(v, {}, name)
@@ -325,7 +325,7 @@ def _number(v, name: str) -> sp.Expr:
 
 # ------------------------------------------------------------------------------------------------- the verdict
 def _parse_claim(claim, symbols: dict) -> sp.Expr:
-    from ..symbolic._parse import parse_expression
+    from .symbolic._parse import parse_expression
 
     if isinstance(claim, str):
         if claim.strip().lower() in _INFINITE:
@@ -374,7 +374,7 @@ def _points(syms) -> list:
 
 def _exact_difference(claim: sp.Expr, exact: sp.Expr) -> tuple:
     """(verdict, message, digits, difference string, difference value, how) for two exact expressions."""
-    from ..symbolic.gaussian import wall_clock_limit
+    from .symbolic.gaussian import wall_clock_limit
 
     if claim == sp.oo or exact == sp.oo:
         same = claim == exact

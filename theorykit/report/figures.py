@@ -48,7 +48,7 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
             notes: Sequence[str] = (), xlim: Optional[tuple] = None):
     """Success probability of finite-d GD against delta.  curves: label -> DataFrame of
     ``theorykit.referee.sweeps.summarise`` (delta, success_probability, low, high); predictions: label -> list of
-    {delta, probability, low, high} (:func:`theorykit.dynamics.finite_d_curve`; NaN points skipped), drawn dashed
+    {delta, probability, low, high} (:func:`theorykit.finite_d` at the horizon; NaN points skipped), drawn dashed
     with a hatched band in the curve's colour; marks: label -> {name: delta, or {"delta": x, "text": legend text}}
     (vertical lines, e.g. delta_alg, delta_NN), drawn in the curve's colour.  The x range is ``xlim`` (default
     :func:`delta_range` of the curves' and predictions' deltas); a mark outside it (infinite included) is an

@@ -1,4 +1,5 @@
-"""The Hessian theory against finite-d Hessians (issue 12 point 6): ``python scripts/hessian_vs_finite_d.py``.
+"""The Hessian theory against finite-d Hessians: ``python scripts/hessian_vs_finite_d.py`` writes
+tables/hessian_vs_finite_d.md.
 
 Part A (spectrum at time t).  For each setting, constrained GD at dimension d to step t (the referee), then the
 finite-d Hessian of the empirical risk at Theta(t): bottom eigenpairs by Lanczos with their hard overlap^2, and (when
@@ -27,11 +28,13 @@ import time
 import numpy as np
 
 from ..errors import TheorykitError
+from ..cases import CASES as SETTINGS, problem as problem_of
+from ..rules import crossing
 from ..problem import Problem
 from ..runner import run_jobs
 from ..spectra.hessian import HessianLaw, eigenvalue_counting, hessian_prediction, split_spikes
 from ..thresholds import THRESHOLD_DIRECT_FROM_T, law_at
-from .tables import fmt, log, md_table, now, regenerate_command, write_table
+from ..report.writer import fmt, log, md_table, now, regenerate_command, write_table
 
 #: the dense spectrum (for counts) is computed when md is at most this
 DENSE_COUNT_MAX = 2000
@@ -39,20 +42,6 @@ DENSE_COUNT_MAX = 2000
 COUNT_OFFSETS = (0.02, 0.05, 0.15)
 K_EIG = 12
 
-#: name -> (activation, link, loss, m, eta)
-SETTINGS = {
-    "bounded": ("gelu", "sign-symmetric", "logistic", 1, 1.0),
-    "pr-gelu": ("gelu", "phase-retrieval", "square", 1, 1.0),
-    "pr-x2": ("quad", "phase-retrieval", "square", 1, 0.05),
-    "pr-relu": ("relu", "phase-retrieval", "square", 1, 0.5),
-    "pr-gelu-m2": ("gelu", "phase-retrieval", "square", 2, 1.0),
-    "bounded-m2": ("gelu", "sign-symmetric", "logistic", 2, 1.0),
-    "pr-x2-m2": ("quad", "phase-retrieval", "square", 2, 0.05),
-    # x^2 at width 2 with twice the step (the finite-d validation's horizon T = 200 then spans eta T = 20)
-    "pr-x2-m2-eta0.1": ("quad", "phase-retrieval", "square", 2, 0.1),
-    # a custom activation with a non-zero second Hermite coefficient (issue 14's validation)
-    "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1, 1.0),
-}
 #: Part A cases: (setting, delta, t)
 SPECTRUM_CASES = [
     ("bounded", 9.0, 0), ("bounded", 9.0, 50), ("bounded", 12.0, 200),
@@ -79,11 +68,6 @@ def dmft_options(t: int, paths: int) -> dict:
     if t >= DIRECT_FROM_T:
         return {"response": "direct", "paths": min(paths, DIRECT_PATHS)}
     return {"paths": paths}
-
-
-def problem_of(setting: str, delta: float, t: int) -> Problem:
-    act, link, loss, m, eta = SETTINGS[setting]
-    return Problem(act, link, loss, m, delta=delta, eta=eta, steps=t)
 
 
 def _hard_dirs(problem: Problem, d: int) -> np.ndarray:
@@ -323,8 +307,8 @@ def part_b(args, rows, md, cases):
         halves = {}  # d -> (delta_1/2 of the law truncated at n = delta d, its se, overlap^2 on the fine grid)
         for d in (1000, 2000):
             ov_d = [overlap(r, d=d) for r in scan]
-            halves[d] = (_crossing(fine, ov_d), _crossing_se([_crossing(fine, [overlap(r, j, d) for r in scan])
-                                                              for j in reps]), ov_d)
+            per_rep = [crossing(fine, [overlap(r, j, d) for r in scan], upward=True) for j in reps]
+            halves[d] = (crossing(fine, ov_d, upward=True), _crossing_se(per_rep), ov_d)
         half, half_se, ovs = halves[1000]
         cross = {}
         for d in (1000, 2000):
@@ -342,8 +326,8 @@ def part_b(args, rows, md, cases):
                     below.setdefault(dl, []).append(below_edge_overlap(e, o, le))
             means = [float(np.mean([v[dl] for v in by_seed.values() if dl in v])) for dl in grid]
             full = [v for v in by_seed.values() if len(v) == len(grid)]
-            cross[d] = (_crossing(grid, means), means,
-                        _crossing_se([_crossing(grid, [v[dl] for dl in grid]) for v in full]),
+            cross[d] = (crossing(grid, means, upward=True), means,
+                        _crossing_se([crossing(grid, [v[dl] for dl in grid], upward=True) for v in full]),
                         [float(np.mean(below[dl])) for dl in grid])
         c1, c2 = cross[1000][0], cross[2000][0]
         ok, lo, hi = None, None, None
@@ -387,13 +371,6 @@ def _crossing_se(values) -> float:
     """Standard error of the mean of the per-seed (or per-replica) crossings; inf when fewer than two crossed."""
     v = [x for x in values if x is not None]
     return float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) >= 2 else math.inf
-
-
-def _crossing(x, y, level=0.5):
-    for i in range(1, len(x)):
-        if y[i - 1] < level <= y[i]:
-            return float(x[i - 1] + (level - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
-    return None
 
 
 def main(argv=None, *, prog=None, root=None):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import TheorykitError
 from ..runner import normalise, run_jobs
-from .tables import log as _log
+from ..report.writer import log as _log
 
 __all__ = ["run_sims", "gd_run", "stack", "zero_mean_covariates", "has_population_test_loss", "SIM_COLUMNS"]
 
@@ -32,18 +32,18 @@ _ARRAYS = {"overlap": float, "success": bool, "M": float, "gram": float, "train"
 
 def has_population_test_loss() -> bool:
     """Whether the simulator's result has the population test loss (a property, not a dataclass field)."""
-    import theorykit as tk
+    from ..referee import SimulationResult
 
-    return hasattr(tk.SimulationResult, "population_test_loss")
+    return hasattr(SimulationResult, "population_test_loss")
 
 
 def gd_run(sim: dict, keep: Sequence[str] = ("full",)) -> dict:
     """One simulator run (the runner's worker): ``tk.simulate(**sim)``; keeps status, escape_time, steps, and with
     "overlap" in ``keep`` the hard overlap and success per step, with "full" M, gram, train and test loss per step
     (test = the population test loss when the simulator has one, else the fresh-test-set average)."""
-    import theorykit as tk
+    from ..referee import simulate
 
-    r = tk.simulate(**sim)
+    r = simulate(**sim)
     out = {"seed": sim.get("seed"), "status": r.status, "escape_time": r.escape_time, "steps": len(r.t)}
     if "overlap" in keep:
         out["overlap"] = np.asarray(r.overlap)
@@ -57,10 +57,10 @@ def gd_run(sim: dict, keep: Sequence[str] = ("full",)) -> dict:
 
 
 def _settings(base: dict, keep) -> dict:
-    import theorykit as tk
+    from ..version import __version__
 
     return normalise({"simulate": {k: v for k, v in base.items() if k != "seed"}, "keep": sorted(keep),
-                       "theorykit": getattr(tk, "__version__", "?")})
+                       "theorykit": __version__})
 
 
 def cache_file(cache: str, base: dict, keep=("full",)) -> str:

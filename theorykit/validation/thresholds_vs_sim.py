@@ -1,4 +1,4 @@
-"""tables/thresholds_vs_sim.md (issue 14 points 3 and 5): the DMFT's finite-d answers against GD, like with like.
+"""tables/thresholds_vs_sim.md: the DMFT's finite-d answers against GD, like with like.
 
 For each setting (m = 1 and 2), delta of its grid and d in 200, 400, 800, 1600 (m = 2: 200, 400, 800):
 * prediction: :func:`theorykit.thresholds.finite_d` (a capture ladder of nonlinear DMFT runs per delta, the linear
@@ -7,7 +7,7 @@ For each setting (m = 1 and 2), delta of its grid and d in 200, 400, 800, 1600 (
 * simulation: :func:`theorykit.sweep` from random initialisation, each run stopped at its escape (cos^2 > 1/2): the
   fraction escaped by the horizon with its binomial standard error, and the median escape time over all runs (a run
   that has not escaped counts as later than the horizon; the median exists when at least half escaped).
-Pass criterion per cell (the issue's): |P - fraction| <= max(2 se, 0.1).  Escape times are compared as they are
+Pass criterion per cell: |P - fraction| <= max(2 se, 0.1).  Escape times are compared as they are
 (prediction against the simulated median, with the simulated quartiles); their growth with ln d is fitted on both.
 """
 from __future__ import annotations
@@ -19,10 +19,9 @@ import time
 
 import numpy as np
 
-from ..problem import Problem
 from ..thresholds import finite_d
-from .hessian_check import SETTINGS
-from .tables import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
+from ..cases import problem as _problem
+from ..report.writer import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
 
 #: (setting, deltas, d values, seeds per delta and d, horizon)
 CASES = [("pr-gelu", (8.0, 10.0, 12.0, 15.0), (200, 400, 800, 1600), 16, 200),
@@ -44,9 +43,6 @@ FINITE_D_OPTIONS = {"pr-gelu-m2": {"m0s": (4e-3, 0.5, 8), "rays": 3, "paths": 40
 TOL = 0.1
 
 
-def _problem(setting, delta, steps):
-    act, link, loss, m, eta = SETTINGS[setting]
-    return Problem(act, link, loss, m, delta=delta, eta=eta, steps=steps)
 
 
 def _case(args, case) -> dict:
@@ -117,7 +113,7 @@ def _slope(ds, ts):
 
 def _render(rows) -> tuple:
     """(cells table rows, escape table rows, midpoint rows, pass line) of one case from its rows."""
-    from .stats import midpoint
+    from ..rules import crossing
 
     s = rows[0]["setting"]
     cells, escape, mids = [], [], []
@@ -139,7 +135,7 @@ def _render(rows) -> tuple:
                            f"{fmt(sp)} / {fmt(ss)}" if r is sub[0] else ""])
     for d in ds:
         sub = sorted((r for r in rows if int(r["d"]) == d), key=lambda r: float(r["delta"]))
-        sim_mid = midpoint([float(r["delta"]) for r in sub], [_num(r["sim_frac"]) for r in sub])
+        sim_mid = crossing([float(r["delta"]) for r in sub], [_num(r["sim_frac"]) for r in sub])
         r0 = sub[0]
         mids.append([s, d, r0["horizon"], f"{fmt(_num(r0['mid_pred']))} [{fmt(_num(r0['mid_low']))}, "
                      f"{fmt(_num(r0['mid_high']))}]", fmt(math.nan if sim_mid is None else sim_mid)])

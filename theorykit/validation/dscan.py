@@ -1,8 +1,8 @@
 """Finite-d gap of GD against the DMFT, scanned over d with many seeds (easy link, square loss, m = 2, eta = 1).
 
 The table generator behind ``scripts/dmft_dscan.py`` (:func:`main` is its command line).  Statistics (signed scalar,
-control variates, fits over d, verdict): :mod:`theorykit.compare.stats`; simulator seeds: the resumable seed runner
-:func:`theorykit.compare.seeds.run_sims`; output: :func:`theorykit.compare.tables.write_table` (hand-written notes go
+control variates, fits over d, verdict): :mod:`theorykit.validation.stats`; simulator seeds: the resumable seed runner
+:func:`theorykit.validation.seeds.run_sims`; output: :func:`theorykit.report.writer.write_table` (hand-written notes go
 in ``<out>_notes.md``, never touched).
 
 Writes tables/dmft_dscan.csv and tables/dmft_dscan.md.
@@ -58,13 +58,12 @@ import time
 
 import numpy as np
 
-import theorykit as tk
 
 from ..errors import TheorykitError
 from . import vs_sim as base
 from .seeds import run_sims, stack, zero_mean_covariates
 from .stats import cv_mean, extrapolate_inverse, fit_over_d, loglog_slope, signed
-from .tables import check_table_writable, fmt, log, md_table, now, pm, regenerate_command, script_prog, write_table
+from ..report.writer import check_table_writable, fmt, log, md_table, now, pm, regenerate_command, script_prog, write_table
 
 QUANTITIES = ("M", "gram", "train_loss", "test_loss")
 SIM_KEY = {"M": "M", "gram": "gram", "train_loss": "train", "test_loss": "test"}
@@ -209,7 +208,7 @@ def main(argv=None, *, prog=None, root=None):
                         else os.path.join(root, "tables", "dmft_dscan"))
     try:
         check_table_writable(stem)  # before the computation, not after
-    except tk.TheorykitError as exc:
+    except TheorykitError as exc:
         p.error(str(exc))
     settings = {k: settings_all[k] for k in args.settings}
 

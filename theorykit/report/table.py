@@ -9,9 +9,9 @@ Columns (``--columns``, comma-separated; parameters after ``@``, separated by ``
   standard error; infinite (with the reason) where the Hessian is PSD almost surely;
 * ``delta_nn@T=T`` (or ``delta_nn@T=T:d=D``): lim delta*(t) on a geometric grid up to T (:func:`theorykit.delta_nn`), with its convergence
   verdict (a lower bound when not converged);
-* ``finite_d@d=D:T=T``: the delta where the DMFT's matched finite-d capture prediction (docs/theory.md §3.2,
-  m = 1) crosses P(success) = 1/2 at dimension D by horizon T, over the ``--deltas`` grid; band: where its
-  low and high bounds cross 1/2;
+* ``finite_d@d=D:T=T``: the midpoint delta_1/2(D, T) of :func:`theorykit.finite_d` (docs/theory.md §5; m = 1, 2):
+  where P(GD at dimension D captures the hard direction by T) crosses 1/2 over the ``--deltas`` grid; band: where
+  its low and high ends cross 1/2;
 * ``sim@d=D:T=T``: the simulated midpoint: finite-d GD (``theorykit.sweep``) at dimension D for T steps over the
   ``--deltas`` grid with ``--seeds`` seeds each; success = hard overlap > 1/2 by T; midpoint = the success
   fraction's crossing of 1/2 (linear interpolation), band = the crossings of its Wilson 95% bounds.
@@ -31,7 +31,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 import pandas as pd
 
 from ..errors import TheorykitError
@@ -180,10 +179,10 @@ def _delta_nn(problem, col, opt):
 
 
 def _crossings(deltas, p, lo, hi):
-    from .stats import midpoint
+    from ..rules import crossing
 
-    mid = midpoint(deltas, p)
-    a, b = midpoint(deltas, hi), midpoint(deltas, lo)
+    mid = crossing(deltas, p)
+    a, b = crossing(deltas, hi), crossing(deltas, lo)
     return (math.nan if mid is None else mid), (math.nan if a is None else a), (math.nan if b is None else b)
 
 
@@ -208,18 +207,18 @@ def _sim(problem, col, opt):
 
 
 def _finite_d(problem, col, opt):
-    from ..dynamics.capture import finite_d_curve
+    from ..thresholds import finite_d
 
-    pts = finite_d_curve(problem.replace(steps=col.get("T")), list(opt.deltas), col.get("d"), paths=opt.paths,
-                         replicas=opt.replicas)
-    failed = [p for p in pts if p["error"]]
-    if failed:
+    d, T = col.get("d"), col.get("T")
+    fd = finite_d(problem, list(opt.deltas), [d], T, paths=opt.paths, replicas=opt.replicas)
+    failed = [q for q in fd.per_delta if q["error"]]
+    if len(failed) == len(fd.per_delta):
         raise TheorykitError(f"delta = {failed[0]['delta']:g}: {failed[0]['error']}")
-    P, lo, hi = ([p[k] for p in pts] for k in ("probability", "low", "high"))
-    mid, a, b = _crossings(list(opt.deltas), P, lo, hi)
-    parts = ", ".join(f"{p['delta']:g}: {p['probability']:.2f}" for p in pts)
-    return _cell(mid, math.nan, a, b, how=f"{pts[0]['how']}; P(success) {parts}; midpoint = crossing of 1/2, band = "
-                                          f"crossings of its low and high bounds")
+    m = fd.midpoints[0]
+    parts = ", ".join(f"{dl:g}: {p:.2f}" for dl, p in zip(fd.deltas, fd.probability[:, 0, T]))
+    return _cell(m["midpoint"], math.nan, *m["band"],
+                 how=f"theorykit.finite_d ({fd.method}); P(capture by T) {parts}"
+                     + (f"; {m['note']}" if m["note"] else ""))
 
 
 COMPUTE = {"delta_alg": _delta_alg, "delta_star": _delta_star, "delta_nn": _delta_nn, "finite_d": _finite_d,
@@ -292,7 +291,7 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
 
 def cell_text(row, name: str) -> str:
     """'value ± stderr' or 'value [low, high]', '∞', or 'failed: ...' for a Markdown cell."""
-    from .tables import fmt
+    from .writer import fmt
 
     if row.get(f"{name}_error"):
         return f"failed: {row[f'{name}_error']}"
@@ -308,7 +307,7 @@ def cell_text(row, name: str) -> str:
 
 
 def markdown(df: pd.DataFrame, columns) -> list:
-    from .tables import md_table
+    from .writer import md_table
 
     hdr = ["activation", "loss", "m", "link", "eta"] + [c.name for c in columns] + ["seconds"]
     body = [[r["activation"], r["loss"], str(r["width"]), r["link"], f"{r['eta']:g}"]

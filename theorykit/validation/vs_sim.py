@@ -1,8 +1,8 @@
 """DMFT (theorykit.dmft, docs/theory.md §3, §3.1, §3.2) against the finite-d simulator (§7), per §8.
 
 The table generator behind ``scripts/dmft_vs_sim.py`` (:func:`main` is its command line).  Statistics:
-:mod:`theorykit.compare.stats`; simulator seeds: :mod:`theorykit.compare.seeds` (resumable with ``--cache``);
-output: :func:`theorykit.compare.tables.write_table` (hand-written notes go in ``<out>_notes.md``, never touched).
+:mod:`theorykit.validation.stats`; simulator seeds: :mod:`theorykit.validation.seeds` (resumable with ``--cache``);
+output: :func:`theorykit.report.writer.write_table` (hand-written notes go in ``<out>_notes.md``, never touched).
 
 Writes tables/dmft_vs_sim.csv (one row per setting x quantity x t, or a summary row) and tables/dmft_vs_sim.md.
 
@@ -15,9 +15,8 @@ Parts (``--parts``, default all):
 2. hard link y = z^2: (x^2, m = 1, eta = 0.05, delta = 4, T = 100) and (gelu, m = 2, eta = 1, delta = 4, T = 50):
    gram, train and test loss against *constrained* GD (hard direction projected out, d = 2000); and (2b) the hard
    process trace C_mu(t) against d M_t^T M_t of *unconstrained* GD (d = 1000, >= 40 seeds) at small t.
-3. finite-d success probability (docs/theory.md §3.2): phase retrieval, (gelu, m = 1, eta = 1) and (x^2, m = 1, eta = 0.05),
-   a few delta around the switch, predicted P(success by the horizon) vs the simulated success fraction at
-   d = 200, 400, 800, binomial standard errors.
+3. (retired: the finite-d success probability is validated by scripts/thresholds_vs_sim.py, which tests
+   :func:`theorykit.thresholds.finite_d`, the one finite-d pipeline; the earlier part 3 tables are in tables/archive/.)
 4. kinked activations (relu, hardtanh), easy two-index link y = z1 + z2/2 + z2^2/2, m = 2, a = (1, -1), delta in
    {3, 5}, eta = 1, T = 20: as part 1 (the Dirac terms of sigma'' in the DMFT's responses, docs/theory.md §3.1).
 
@@ -43,12 +42,12 @@ import time
 
 import numpy as np
 
-import theorykit as tk
+from ..dynamics import dmft
+from ..errors import TheorykitError
 
 from .seeds import has_population_test_loss, run_sims as _run_sims, stack
-from .stats import binomial, compare, in_band, loglog_slope, midpoint, per_seed_rms, within, within_factor, within_se
-from ..dynamics.capture import NotCaptured
-from .tables import (check_table_writable, fmt, log, md_table, now, pct, regenerate_command, script_prog,
+from .stats import compare, loglog_slope, per_seed_rms, within, within_factor
+from ..report.writer import (check_table_writable, fmt, log, md_table, now, pct, regenerate_command, script_prog,
                      write_table)
 
 EASY_LINK = "z+z**2/2"
@@ -63,14 +62,14 @@ QUANTITY_KEYS = {"M": "M", "gram": "gram", "train_loss": "train", "test_loss": "
 
 # ------------------------------------------------------------------------------------------------ helpers
 def run_sims(base: dict, seeds, keep=("full",), processes=2, label="", cache=None):
-    """:func:`theorykit.compare.seeds.run_sims` (the per-seed dicts of every seed, in parallel, resumable with
+    """:func:`theorykit.validation.seeds.run_sims` (the per-seed dicts of every seed, in parallel, resumable with
     ``cache``)."""
     return _run_sims(base, seeds, keep=keep, processes=processes, label=label, cache=cache)
 
 
 def run_dmft(label, **kw):
-    """tk.dmft(**kw), with a log line."""
-    r = tk.dmft(**kw)
+    """dmft(**kw), with a log line."""
+    r = dmft(**kw)
     log(f"  dmft {label}: {r.seconds:.0f} s, status {r.status}"
         + (f" (diverged at step {r.diverged_at['step']})" if r.diverged_at else "")
         + f", paths/replica {r.settings['paths_per_replica']}, response {r.settings['response']}"
@@ -374,198 +373,22 @@ def part2(args, rows, md):
 
 
 # ------------------------------------------------------------------------------------------------ part 3: success
-def success_settings(args):
-    g = dict(key="gelu", activation="gelu", link=HARD_LINK, loss="square", width=1, eta=1.0, deltas=args.gelu_deltas,
-             H=args.gelu_horizon, order=None)
-    x = dict(key="x2", activation="x**2", link=HARD_LINK, loss="square", width=1, eta=0.05, deltas=args.x2_deltas,
-             H=args.x2_horizon, order=args.x2_order)
-    # a classification check beyond the issue's two settings: another link and loss (hard: y is even in z)
-    c = dict(key="sign", activation="gelu", link="sign-symmetric", loss="logistic", width=1, eta=1.0,
-             deltas=args.sign_deltas, H=args.gelu_horizon, order=None)
-    keys = [k.strip() for k in args.success_settings.split(",") if k.strip()]
-    return [st for st in (g, x, c) if st["key"] in keys]
-
-
-def p_m1(d, Cth, Cmu):
-    from scipy.stats import chi2
-
-    return chi2.sf(d * Cth / np.maximum(Cmu, 1e-300), 1)
-
-
-def part3(args, rows, md):
-    md.append("## 3. Finite-d success probability (docs/theory.md §3.2) vs GD, m = 1: phase retrieval y = z^2 with square loss "
-              "(the issue's settings) and y = sign(|z| - median|z|) with logistic loss\n")
-    md.append("Prediction: P_t = P(chi2_1 > d C_theta(t,t)/C_mu(t)) from the DMFT (`success_probability`). Primary: "
-              "**by t_rel = min(H, hard_reliable_until)**, max_{t<=t_rel} P_t (beyond t_rel the replicas of C_mu "
-              "disagree by > 5%: its mean is carried by rare paths, see the notes); 'by H (all t)' uses every t up "
-              "to H regardless. Why a max over t: success in GD is absorbing (once the hard overlap is O(1) the "
-              "easy-like dynamics locks it in; 'sim at H' below checks this), while the linear process at a fixed t "
-              "is not; max_t P_t is the probability of the union bound's largest event, exact if mu^t is one growing "
-              "Gaussian mode. Also shown: P_H (at the horizon). Band: C_mu +- its standard error. Simulated: fraction "
-              "of seeds with escape_time <= H ('by H'), and with success at t = H ('at H'); binomial se = "
-              "sqrt(p(1-p)/n). DMFT response estimator: " + f"`{args.hard_response}`. **Capture (matched)**: "
-              "`res.capture_probability(d, m*)` = P(chi2_1 > d m*^2 / v), v = C_mu/P_t^2 at t_rel (the linear process' "
-              "variance in units of an initial overlap), m* = `capture_threshold(...)`: the smallest initial hard "
-              "overlap from which the nonlinear DMFT reaches cos^2 > 1/2 by H (bisection to 0.01, "
-              f"{args.capture_paths} paths x 4 replicas per solve).\n")
-    for st in success_settings(args):
-        H = st["H"]
-        name = f"{st['activation']}, y = {st['link']}, {st['loss']} loss, m=1, eta={st['eta']:g}, horizon H={H}"
-        md.append(f"### {name}\n")
-        net = dict(activation=st["activation"], link=st["link"], loss=st["loss"], width=1)
-        table = []
-        tally = [0, 0, 0, 0]  # capture within max(2 se, 0.1); GD inside the capture band +- 2 se; linear within; cells
-        curves = {d: ([], [], [], []) for d in args.d_success}
-        for delta in st["deltas"]:
-            log(f"part 3: {name}, delta = {delta}")
-            kw = dict(**net, delta=delta, eta=st["eta"], steps=H, paths=args.paths, replicas=args.replicas,
-                      seed=args.dmft_seed, response=args.hard_response)
-            if st["order"]:
-                kw["order"] = st["order"]
-            res = run_dmft(f"{name} delta={delta}", **kw)
-            Tm = len(res.t) - 1
-            Cth = res.C_theta_tt[:, 0, 0]
-            Cmu = res.C_mu[:, 0, 0, 0]
-            Cse = res.stderr["C_mu"][:, 0, 0, 0]
-            rel = res.hard_reliable_until if res.hard_reliable_until is not None else Tm
-            cap = None
-            m_star_above = None  # capture_threshold found no m* below this: the capture P is at most P(m* = it)
-            if args.capture:
-                ckw = dict(paths=args.capture_paths, replicas=4, seed=args.dmft_seed, response=args.hard_response,
-                           **({"order": st["order"]} if st["order"] else {}))
-                t_c = time.perf_counter()
-                try:
-                    cap = tk.capture_threshold(**net, delta=delta, eta=st["eta"], steps=H, lo=0.0, hi=0.5,
-                                               tol=1e-3, rtol=args.capture_rtol, **ckw)
-                except NotCaptured as exc:
-                    m_star_above = exc.hi
-                    log(f"  capture threshold: {exc}")
-                except tk.TheorykitError as exc:
-                    log(f"  capture threshold: {exc}")
-                log(f"  capture threshold delta={delta}: "
-                    f"{'none below 0.5' if cap is None else cap['bracket']} ({time.perf_counter() - t_c:.0f} s)")
-            for d in args.d_success:
-                P = res.success_probability(d)
-                pred = None if cap is None else res.capture_prediction(d, cap, t_match=rel)
-                p_cap = None if pred is None else pred.probability
-                p_cap_max = (None if m_star_above is None else  # m* > hi: P <= P(chi2_1 > d hi^2 / v)
-                             res.capture_prediction(d, m_star_above, t_match=rel).probability)
-                by, at = float(np.max(P[:rel + 1])), float(P[-1])
-                by_all = float(np.max(P))
-                lo = float(np.max(p_m1(d, Cth, np.maximum(Cmu - Cse, 1e-300))[:rel + 1]))
-                hi = float(np.max(p_m1(d, Cth, Cmu + Cse)[:rel + 1]))
-                seeds = args.seeds_success
-                sims = run_sims(dict(**net, delta=delta, d=d, steps=H, eta=st["eta"]), range(seeds), keep=("overlap",),
-                                processes=args.processes, label=f"delta={delta} d={d}", cache=args.cache)
-                ok = [s for s in sims if s["status"] == "ok"]
-                n = len(ok)
-                esc = [s["escape_time"] for s in ok if s["escape_time"] is not None and s["escape_time"] <= H]
-                prop = binomial(len(esc), n)
-                p_by, se_by = prop.p, prop.se
-                p_at = float(np.mean([bool(s["success"][-1]) for s in ok])) if n else float("nan")
-                med = float(np.median(esc)) if esc else None
-                rows.append(dict(part="3", setting=name, quantity="P(success by H)", t=H, d=d, seeds=n, dmft=by,
-                                 dmft_se=(hi - lo) / 2, sim_mean=p_by, sim_se=se_by, rel_err=None, rel_se=None,
-                                 ratio=None, **{"pass": within_se(by, p_by, se_by, 2, 0.1, slack=(hi - lo) / 2)},
-                                 note=f"delta={delta}; DMFT by t_rel={rel}; all t {by_all:.3g}; P_H={at:.3g}, "
-                                      f"band [{lo:.3g},{hi:.3g}]; sim at H "
-                                      f"{p_at:.3g}; median escape {med}; DMFT reached T={Tm}; "
-                                      f"diverged sims {seeds - n}"))
-                noisy = (hi - lo) > 0.2  # the C_mu +- se band moves the prediction by more than 0.2
-                table.append([delta, d, rel, f"{by:.3f} [{lo:.3f}, {hi:.3f}]" + (" (noise-dominated)" if noisy else ""),
-                              f"{by_all:.3f}", (f"<= {p_cap_max:.3g} (m* > {m_star_above:g})" if p_cap_max is not None
-                                                else "—") if p_cap is None else
-                              f"{p_cap:.3f} [{pred.low:.3f}, {pred.high:.3f}] (m* {cap['m_star']:.3f}, v {pred.v:.2f})",
-                              f"{at:.3f}", f"{p_by:.3f} ± {se_by:.3f}",
-                              f"{p_at:.3f}", f"{len(esc)}/{n}", "—" if med is None else f"{med:.0f}",
-                              f"{int(np.argmax(P[:rel + 1]))}"])
-                curves[d][0].append(delta), curves[d][1].append(by), curves[d][2].append(p_by)
-                curves[d][3].append(p_cap if p_cap is not None else float("nan"))
-                if p_cap is not None:
-                    rows.append(dict(part="3", setting=name, quantity="P(success by H) [capture]", t=H, d=d,
-                                     seeds=n, dmft=p_cap, dmft_se=None, sim_mean=p_by, sim_se=se_by, rel_err=None,
-                                     rel_se=None, ratio=None, **{"pass": within_se(p_cap, p_by, se_by)},
-                                     note=f"delta={delta}; m*={cap['m_star']:.4f} bracket "
-                                          f"[{cap['bracket'][0]:.4f}, {cap['bracket'][1]:.4f}]; t_match={rel}; "
-                                          f"v={pred.v:.3f} +- {pred.v_stderr:.3f}; band [{pred.low:.3f}, "
-                                          f"{pred.high:.3f}]; GD in band +- 2 se: "
-                                          f"{in_band(p_by, pred.low, pred.high, se_by)}"))
-                    tally[0] += within_se(p_cap, p_by, se_by)
-                    tally[1] += in_band(p_by, pred.low, pred.high, se_by)
-                elif p_cap_max is not None:  # an upper bound: GD must not beat it by more than the tolerance
-                    ok_max = bool(p_by <= p_cap_max + max(2 * se_by, 0.1))
-                    rows.append(dict(part="3", setting=name, quantity="P(success by H) [capture, upper bound]", t=H,
-                                     d=d, seeds=n, dmft=p_cap_max, dmft_se=None, sim_mean=p_by, sim_se=se_by,
-                                     rel_err=None, rel_se=None, ratio=None, **{"pass": ok_max},
-                                     note=f"delta={delta}; no m* below {m_star_above:g}: P <= P(m* = "
-                                          f"{m_star_above:g}); t_match={rel}"))
-                    tally[0] += ok_max
-                    tally[1] += in_band(p_by, 0.0, p_cap_max, se_by)
-                tally[2] += within_se(by, p_by, se_by)
-                tally[3] += 1
-            md_note = (f"DMFT delta={delta}: status {res.status}, C_mu(H) = {fmt(float(Cmu[-1]))} ± "
-                       f"{fmt(float(Cse[-1]))}, C_theta(H) = {fmt(float(Cth[-1]))}")
-            rows.append(dict(part="3", setting=name, quantity="C_mu(H)", t=Tm, d=None, seeds=None,
-                             dmft=float(Cmu[-1]), dmft_se=float(Cse[-1]), sim_mean=None, sim_se=None, rel_err=None,
-                             rel_se=None, ratio=None, **{"pass": None}, note=md_note))
-        md.append(md_table(["delta", "d", "t_rel", "DMFT by t_rel [band]", "DMFT by H (all t)", "capture (matched) [band]",
-                            "DMFT at H",
-                            "sim by H ± se", "sim at H", "successes", "median escape", "argmax_{t<=t_rel} P_t"], table))
-        mids = []
-        for d, (ds, pp, ps, pc) in curves.items():
-            mp_, ms_ = midpoint(ds, pp), midpoint(ds, ps)
-            ok_c = [i for i, v in enumerate(pc) if not math.isnan(v)]  # deltas where capture_threshold found m*
-            mc_ = midpoint([ds[i] for i in ok_c], [pc[i] for i in ok_c]) if len(ok_c) > 1 else None
-            mids.append([d, fmt(mp_) if mp_ else "not crossed", fmt(mc_) if mc_ else "not crossed",
-                         fmt(ms_) if ms_ else "not crossed"])
-            if mc_:
-                rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2) [capture]", t=H, d=d,
-                                 seeds=None, dmft=mc_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None,
-                                 rel_se=None, ratio=None, **{"pass": None}, note="linear interpolation in delta"))
-            rows.append(dict(part="3", setting=name, quantity="midpoint delta (P=1/2)", t=H, d=d, seeds=None,
-                             dmft=mp_, dmft_se=None, sim_mean=ms_, sim_se=None, rel_err=None, rel_se=None, ratio=None,
-                             **{"pass": None}, note="linear interpolation in delta"))
-        md.append(f"\nCells (a capture '<= P' cell, where no m* lies below capture_threshold's hi, passes when GD is at "
-                  f"most P + max(2 se, 0.1) and its band is [0, P]): "
-                  f"capture within max(2 se, 0.1) of GD in {tally[0]}/{tally[3]}; GD inside the capture band "
-                  f"+- 2 se in {tally[1]}/{tally[3]}; linear prediction (by t_rel) within max(2 se, 0.1) in "
-                  f"{tally[2]}/{tally[3]}.\n")
-        md.append("\nMidpoints (P = 1/2, linear interpolation in delta):\n")
-        md.append(md_table(["d", "DMFT midpoint (by t_rel)", "capture midpoint", "sim midpoint"], mids))
-        md.append("")
-
-
-# ------------------------------------------------------------------------------------------------ main
 def main(argv=None, *, prog=None, root=None):
     """The command line of scripts/dmft_vs_sim.py (``prog``: the command shown as regenerating the table, default
     'python <sys.argv[0] relative to root>'; ``root``: the repository root, default the one holding theorykit)."""
     p = argparse.ArgumentParser(prog=prog.split()[-1] if prog else None, description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a reduced run: two easy settings, T <= 20, fewer seeds")
-    p.add_argument("--parts", default="1,2,3,4", help="comma list of parts to run (1, 2, 3, 4; 1 includes 1b)")
+    p.add_argument("--parts", default="1,2,4", help="comma list of parts to run (1, 2, 4; 1 includes 1b)")
     p.add_argument("--seeds", type=int, default=None, help="seeds for parts 1, 1b, 2a (default 8; quick 8)")
     p.add_argument("--d", type=int, default=2000, help="dimension for parts 1 and 2a")
     p.add_argument("--d-scan", default="1000,2000,4000", help="dimensions for part 1b")
     p.add_argument("--d-hard", type=int, default=1000, help="dimension for part 2b (unconstrained GD)")
     p.add_argument("--seeds-hard", type=int, default=None, help="seeds for part 2b (default 40)")
-    p.add_argument("--d-success", default="200,400,800", help="dimensions for part 3")
-    p.add_argument("--seeds-success", type=int, default=None, help="seeds per point in part 3 (default 16)")
-    p.add_argument("--gelu-deltas", default="7,9,11,13")
-    p.add_argument("--x2-deltas", default="4,5,6,7")
-    p.add_argument("--sign-deltas", default="4,6,8,10", help="part 3, GeLU, y = sign(|z| - median), logistic loss")
-    p.add_argument("--success-settings", default="gelu,x2,sign",
-                   help="part 3 settings: gelu, x2 (phase retrieval, square loss), sign (sign-symmetric, logistic)")
-    p.add_argument("--capture-rtol", type=float, default=0.1, help="relative precision of m* (capture_threshold)")
-    p.add_argument("--gelu-horizon", type=int, default=150)
-    p.add_argument("--x2-horizon", type=int, default=300)
     p.add_argument("--x2-order", type=int, default=None,
                    help="Gauss-Hermite nodes in z for sigma = x^2 (default: the library's 32; outer nodes with "
                         "eta*4y/delta > 2 are leave-one-out unstable single paths, excluded with their weight)")
     p.add_argument("--hard-response", default="auto", choices=("auto", "direct", "stein"),
-                   help="DMFT estimator of R_u for the hard link (parts 2, 3); C_mu always uses pathwise tangents")
-    p.add_argument("--paths", type=int, default=65536, help="DMFT paths in part 3")
-    p.add_argument("--no-capture", dest="capture", action="store_false",
-                   help="part 3 without the matched capture prediction (capture_threshold: ~7 DMFT solves per delta)")
-    p.add_argument("--capture-paths", type=int, default=32768, help="DMFT paths per capture_threshold solve")
+                   help="DMFT estimator of R_u for the hard link (part 2); C_mu always uses pathwise tangents")
     p.add_argument("--easy-paths", type=int, default=262144,
                    help="DMFT paths in part 1 (65536 biased the late train loss low by ~1-2%%: tables/dmft_dscan.md)")
     p.add_argument("--kink-paths", type=int, default=524288,
@@ -584,31 +407,19 @@ def main(argv=None, *, prog=None, root=None):
     args = p.parse_args(argv)
     args.parts = {int(x) for x in args.parts.split(",") if x.strip()}
     args.d_scan = [int(x) for x in args.d_scan.split(",")]
-    args.d_success = [int(x) for x in args.d_success.split(",")]
-    args.gelu_deltas = [float(x) for x in args.gelu_deltas.split(",")]
-    args.x2_deltas = [float(x) for x in args.x2_deltas.split(",")]
-    args.sign_deltas = [float(x) for x in args.sign_deltas.split(",")]
     if args.seeds is None:
         args.seeds = 8
     if args.seeds_hard is None:
         args.seeds_hard = 24 if args.quick else 40
-    if args.seeds_success is None:
-        args.seeds_success = 8 if args.quick else 16
     if args.quick:
         args.d_scan = [d for d in args.d_scan if d <= 2000] or args.d_scan[:1]
-        args.gelu_deltas = args.gelu_deltas[1:3]
-        args.x2_deltas = args.x2_deltas[1:3]
-        args.sign_deltas = args.sign_deltas[1:3]
-        args.d_success = args.d_success[:2]
-        args.gelu_horizon = min(args.gelu_horizon, 60)
-        args.x2_horizon = min(args.x2_horizon, 120)
         args.hard_paths, args.hard_replicas = min(args.hard_paths, 65536), min(args.hard_replicas, 8)
         args.easy_paths = min(args.easy_paths, 65536)
     root = root or repo_root()
     stem = args.out or os.path.join(root, "tables", "dmft_vs_sim" + ("_quick" if args.quick else ""))
     try:
         check_table_writable(stem)  # before an hour of computing, not after
-    except tk.TheorykitError as exc:
+    except TheorykitError as exc:
         p.error(str(exc))
     if args.cache:
         os.makedirs(args.cache, exist_ok=True)
@@ -625,8 +436,6 @@ def main(argv=None, *, prog=None, root=None):
         part1b(args, rows, body, per_setting)
     if 2 in args.parts:
         part2(args, rows, body)
-    if 3 in args.parts:
-        part3(args, rows, body)
     if 4 in args.parts:
         part4(args, rows, body)
     wall = time.perf_counter() - t0

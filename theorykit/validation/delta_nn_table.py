@@ -1,10 +1,10 @@
-"""tables/delta_nn.md (issue 13): delta*(t) sequences and delta_NN by the spectral rule, and the dynamical
+"""tables/delta_nn.md: delta*(t) sequences and delta_NN by the spectral rule, and the dynamical
 criterion's gamma(delta) from the DMFT next to the finite-d kick test.
 
 Part 1, per setting: :func:`theorykit.thresholds.delta_nn` on a geometric t grid (one delta_star scan; laws truncated
 at n = delta d where D is unbounded below), with its rule's verdict and the whole sequence.
 Part 3: the simulator's escape time from random initialisation against d (bounded setting, d = 200-1600).
-Part 2, per setting and delta: gamma = -d ln m*/dT from :func:`theorykit.dynamics.capture_curve` (a ladder of
+Part 2, per setting and delta: gamma = -d ln m*/dT from :func:`theorykit.thresholds.capture_curve` (a ladder of
 nonlinear DMFT runs from small hard overlaps) fitted on a t range, beside the simulator's late growth rate of a small
 hard overlap (:func:`theorykit.referee.kick_growth_rate`, the same units: a rate of the amplitude |cos|), and
 delta_dyn where gamma crosses 0.  Agreement is not a pass criterion here (docs/theory.md §5: open); the table is the result.
@@ -19,10 +19,9 @@ import time
 import numpy as np
 
 from ..errors import TheorykitError
-from ..problem import Problem
 from ..thresholds import delta_dyn, delta_nn
-from .hessian_check import SETTINGS
-from .tables import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
+from ..cases import problem as _problem
+from ..report.writer import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
                      regenerate_command, write_table)
 
 #: Part 1: (setting, T, t grid points, delta range, truncation d or None, grid deltas)
@@ -55,9 +54,6 @@ ESCAPE_CASES = [("bounded", (6.0, 7.0, 9.0, 11.0), (200, 400, 800, 1600), {200: 
 QUICK_ESCAPE = [("bounded", (6.0, 11.0), (100, 200, 400), 3, 200)]
 
 
-def _problem(setting: str, delta: float, steps: int) -> Problem:
-    act, link, loss, m, eta = SETTINGS[setting]
-    return Problem(act, link, loss, m, delta=delta, eta=eta, steps=steps)
 
 
 def _nn_case(args, case):
@@ -112,7 +108,7 @@ def case_key(args, part: str, case: tuple) -> str:
 
 
 def _cached(args, part: str, case: tuple, compute) -> dict:
-    """:func:`theorykit.compare.tables.cached_case` under ``args.cache``/delta_nn with this table's case key."""
+    """:func:`theorykit.report.writer.cached_case` under ``args.cache``/delta_nn with this table's case key."""
     return cached_case(args, part, case, compute, key=case_key(args, part, case),
                        folder=os.path.join(args.cache, "delta_nn"))
 

@@ -1,9 +1,9 @@
-"""tables/paper_comparison.md (issue 14 point 6): which convention moves GD's midpoints to the paper's numbers.
+"""tables/paper_comparison.md: which convention moves GD's midpoints to the paper's numbers.
 
 Montanari & Wang (2026) report for phase retrieval (y = z^2, full-batch GD on the first layer) the thresholds
 delta_NN ~ 6.0 for GeLU and ~ 3.6 for sigma(x) = x^2 ("correlation > 0.5").  theorykit's own simulated midpoints at
 d = 400 (m = 1: ~ 10.3 and ~ 5.3) are far above them.  Each case below changes one convention against the settings of
-theorykit/compare/hessian_check.py (GeLU: eta = 1, T = 200; x^2: eta = 0.05, T = 400; square loss) and runs
+theorykit/validation/hessian_check.py (GeLU: eta = 1, T = 200; x^2: eta = 0.05, T = 400; square loss) and runs
 :func:`theorykit.sweep` from random initialisation at d = 400, each run stopped at its escape:
 
 * width 4 and 8 with a = +-1 (half +1, half -1), in theorykit's f = (1/m) sum_j a_j sigma(theta_j^T x);
@@ -19,7 +19,7 @@ Success (the simulator's): cos^2 > 1/2 between the hard direction and the top le
 step by the horizon (escape_time not null).  The looser |cos| > 1/2 (cos^2 > 1/4) is read from the same rows: a run
 that escaped has it, a run that did not escape ran to the horizon and its max_overlap (the largest cos^2 over the run)
 says whether it ever passed 1/4.  Midpoint: where the fraction crosses 1/2, by linear interpolation in delta
-(:func:`theorykit.rules.midpoint`, the first crossing).  Reading: tables/paper_comparison_notes.md.
+(:func:`theorykit.rules.crossing`, the first crossing).  Reading: tables/paper_comparison_notes.md.
 """
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ import numpy as np
 import pandas as pd
 
 from ..problem import Problem
-from ..rules import midpoint
-from .hessian_check import SETTINGS
-from .tables import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
+from ..rules import crossing
+from ..cases import CASES as SETTINGS
+from ..report.writer import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
 
 #: the paper's thresholds (Montanari & Wang 2026, phase retrieval, "correlation > 0.5")
 PAPER = {"pr-gelu": 6.0, "pr-x2": 3.6}
-#: theorykit's earlier midpoints at d = 400 (the brief of issue 14 point 6), for the table's reading
+#: theorykit's midpoints at d = 400 before this comparison (the baseline the table is read against)
 EARLIER = {("pr-gelu", 1): 10.3, ("pr-x2", 1): 5.3, ("pr-gelu", 2): 4.8, ("pr-x2", 2): 3.1}
 
 GELU_GRID = (3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0)
@@ -183,7 +183,7 @@ def _mid(rows, col):
     """The midpoint of the fraction ``col`` ("frac" or "frac_cos_half"), from the integer counts (so that a table read
     back from its CSV, whose fractions are rounded, gives the same midpoint)."""
     k = {"frac": "escaped", "frac_cos_half": "escaped_cos_half"}[col]
-    return midpoint([float(r["delta"]) for r in rows], [int(r[k]) / int(r["runs"]) for r in rows])
+    return crossing([float(r["delta"]) for r in rows], [int(r[k]) / int(r["runs"]) for r in rows])
 
 
 def mid_band(rows, col="escaped", reps=2000, seed=0):
@@ -196,7 +196,7 @@ def mid_band(rows, col="escaped", reps=2000, seed=0):
     p = np.array([int(r[col]) for r in rows]) / np.maximum(n, 1)
     rng = np.random.default_rng(seed)
     draws = rng.binomial(n, p, size=(reps, len(rows))) / np.maximum(n, 1)
-    mids = [v for v in (midpoint(x, list(f)) for f in draws) if v is not None]
+    mids = [v for v in (crossing(x, list(f)) for f in draws) if v is not None]
     if len(mids) * 2 < reps:
         return None, None
     lo, hi = np.percentile(mids, [2.5, 97.5])

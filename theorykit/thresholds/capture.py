@@ -1,0 +1,612 @@
+"""Capture (docs/theory.md §3.2 and §5): the one module behind every finite-d answer.
+
+GD at dimension d starts with a hard overlap of order 1/sqrt(d); it escapes by the horizon T when that overlap, grown
+first by the linear hard process and then by the nonlinear dynamics, reaches cos^2 > 1/2 on a hard direction.  The
+nonlinear d -> infinity DMFT started from an initial hard overlap m0 gives the capture threshold m*(T): the smallest
+m0 captured by T.  Matching the two regimes gives the finite-d prediction
+
+    P(capture by t) = P(|B g| / sqrt(d) > m*(t; direction of B g)),   g ~ N(0, I_m),  B B^T = V_eff(min(t, t_match)),
+
+with V_eff the covariance of the effective initial overlap vector (the linear process's noise counted in units of an
+initial overlap).  For m = 1 this is P(chi2_1 > d m*(t)^2 / v_eff).
+
+* :func:`capture_threshold` -- m*(T) at one horizon by bisection (one DMFT run per step);
+* :func:`capture_curve` -- m*(t) for every t <= T from one ladder of DMFT runs along a ray of overlap directions;
+* :func:`growth_rate` -- gamma = -d ln m*/dT on a window (the dynamical criterion, :mod:`.dynamical`);
+* :func:`capture_probabilities` -- the one matched probability, with its one band (the replicas' m* and V_eff +- 2
+  standard errors);
+* :func:`finite_d` -- the question "P(GD succeeds by t at d)" for a list of delta and d: probabilities, the midpoint
+  delta_1/2(d, T) and escape times.  ``theorykit threshold --horizon``, ``table``'s finite_d column and ``plot
+  success --predict`` all call it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .. import defaults
+from .._checks import Progress, check_deltas, check_int
+from ..dynamics import dmft
+from ..dynamics.hard_process import hard_subspace_basis
+from ..errors import DivergenceError, TheorykitError
+from ..rules import crossing, first_passage
+
+#: capture_threshold flags its m* as noise-limited when M_T along e has a larger relative s.e. at a bracket end
+CAPTURE_NOISE_RSE = 0.25
+
+
+class NotCaptured(TheorykitError):
+    """capture_threshold: even the largest initial overlap tried (``hi``) is not captured by the horizon, so m* > hi
+    and every capture probability is at most the one at m* = hi."""
+
+    def __init__(self, hi: float, steps: int):
+        self.hi, self.steps = float(hi), int(steps)
+        super().__init__(f"m0 = hi = {hi:g} is not captured by t = {steps}: raise hi or steps")
+
+
+@dataclass(frozen=True)
+class CaptureThreshold:
+    """m*(T) by bisection (:func:`capture_threshold`).  m_star: the bracket's midpoint; bracket (lo, hi): lo not
+    captured, hi captured; evaluations: ((m0, cos^2 at T), ...) in order; M_rel_stderr: the replicas' relative
+    standard error of M_T along e at the bracket's ends (the larger); noise_limited: M_rel_stderr >
+    CAPTURE_NOISE_RSE (m_star then unreliable: the replicas' noise drives the hard overlap)."""
+
+    m_star: float
+    bracket: tuple
+    evaluations: tuple
+    M_rel_stderr: float
+    noise_limited: bool
+
+    def as_dict(self) -> dict:
+        return {"m_star": self.m_star, "bracket": list(self.bracket), "evaluations": [list(e) for e in self.evaluations],
+                "M_rel_stderr": self.M_rel_stderr, "noise_limited": self.noise_limited}
+
+
+@dataclass(frozen=True)
+class CaptureCurve:
+    """m*(t) for every t <= T along one ray of initial-overlap directions (:func:`capture_curve`).
+
+    t (T+1,); m_star: T+1 entries, None where m* is outside the ladder; m0s (rungs,): the ladder; cos2 (rungs, T+1):
+    cos^2 of each rung's run; m_star_replicas: the same curve on each DMFT replica's own M and C_theta (replicas
+    lists of T+1); direction (m,): the ray u; method: how it was computed."""
+
+    t: tuple
+    m_star: tuple
+    m0s: tuple
+    cos2: np.ndarray
+    m_star_replicas: tuple = ()
+    direction: tuple = (1.0,)
+    method: str = ""
+
+    def as_dict(self) -> dict:
+        return {"t": list(self.t), "m_star": list(self.m_star), "m0s": list(self.m0s),
+                "cos2": np.asarray(self.cos2).tolist(), "m_star_replicas": [list(r) for r in self.m_star_replicas],
+                "direction": list(self.direction), "method": self.method}
+
+
+@dataclass(frozen=True)
+class GrowthRate:
+    """gamma = -d ln m*/dT on a window (:func:`growth_rate`): value, stderr (how: which error), t_range (first and
+    last t used), points, fit_stderr (the residuals' error), per_replica (each replica's own fit; None where its m*
+    left the ladder)."""
+
+    value: float
+    stderr: float
+    t_range: tuple
+    points: int
+    fit_stderr: float
+    per_replica: tuple
+    how: str
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "stderr": self.stderr, "t_range": list(self.t_range), "points": self.points,
+                "fit_stderr": self.fit_stderr, "per_replica": list(self.per_replica), "how": self.how}
+
+
+def overlap_cos2(M, C_theta_tt, e):
+    """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,
+    theorykit/referee/gd.py): Theta^T e = M^T e and Theta^T Theta = M^T M + C_theta, so cos^2 = (v^T M^T e)^2 / lam
+    with (lam, v) the top eigenpair of the Gram.  M (..., k, m), C_theta_tt (..., m, m) -> (...).  Width 1:
+    M_e^2 / (|M|^2 + C_theta)."""
+    M = np.asarray(M, dtype=float)
+    Me = np.einsum("...km,k->...m", M, e)
+    G = np.einsum("...ka,...kb->...ab", M, M) + np.asarray(C_theta_tt, dtype=float)
+    if G.shape[-1] == 1:
+        return Me[..., 0] ** 2 / G[..., 0, 0]
+    bad = ~np.isfinite(G).all(axis=(-2, -1))
+    lam, vec = np.linalg.eigh(np.where(bad[..., None, None], 0.0, 0.5 * (G + np.swapaxes(G, -1, -2))))
+    proj = np.einsum("...m,...m->...", vec[..., :, -1], Me)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = proj ** 2 / lam[..., -1]
+    return np.where(bad, np.nan, out)
+
+
+def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
+                      eta: Optional[float] = None, steps: Optional[int] = None, lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
+                      rtol: float = defaults.CAPTURE_RTOL, **kw) -> CaptureThreshold:
+    """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
+    first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol or hi <= (1 + rtol) lo.
+
+    Each evaluation is ``dmft(..., M0 = m0 e)`` with e the first hard direction (other arguments in ``kw``, e.g.
+    paths, replicas, seed).  cos^2(t) = M_t^2 / (M_t^2 + C_theta(t, t)) along e.  The bracket is checked: hi must
+    capture and lo must not.  Midpoints are arithmetic while lo = 0 and geometric after, so a small threshold is
+    resolved to a relative precision (a finite-d probability built on it depends on m_star^2).
+    Returns {"m_star": midpoint, "bracket": [lo, hi], "evaluations": [(m0, cos2), ...], "M_rel_stderr": the
+    replicas' relative s.e. of M_T along e at the bracket ends (the larger), "noise_limited": whether it exceeds
+    CAPTURE_NOISE_RSE (then the replicas' Monte-Carlo noise drives the hard overlap and m_star is too large: raise
+    paths, or use a link that Gauss-Hermite integrates)}.
+
+    Also ``capture_threshold(problem, lo=..., **kw)`` with a :class:`theorykit.Problem` (constant steps, m = 1; its
+    a, b, ridge and Sigma0 are used, its M0 is what the bisection sets).
+    """
+    from .._checks import check_number as _check_number
+    from ..problem import FIELDS, problem_or_keywords
+    from ..symbolic.ingredients import link as make_link
+
+    # capture_threshold(problem, ...) or the keyword form (the Problem's fields in kw count as given too)
+    pr, f = problem_or_keywords("capture_threshold", activation, required=("link", "delta", "eta", "steps"),
+                                unset=dict(loss="square", width=1), link=link, loss=loss, width=width, delta=delta,
+                                eta=eta, steps=steps, **{k: v for k, v in kw.items() if k in FIELDS})
+    if pr is not None:
+        if pr.eta is None:
+            raise TheorykitError("capture_threshold needs constant-step GD (a Problem with eta and steps)")
+        if pr.M0 is not None:
+            raise TheorykitError("capture_threshold sets M0 itself: give a Problem without M0")
+        kw.update({key: f[key] for key in ("a", "b", "Sigma0") if f[key] is not None})
+        if f["ridge"]:
+            kw["ridge"] = f["ridge"]
+    activation, link, loss, width, delta, eta, steps = (f["activation"], f["link"], f["loss"], f["width"],
+                                                        f["delta"], f["eta"], f["steps"])
+
+    if width != 1:
+        raise TheorykitError("capture_threshold is defined for width m = 1")
+    lo = _check_number("lo", lo, lambda v: v >= 0, ">= 0")
+    hi = _check_number("hi", hi, lambda v: v > lo, "> lo")
+    tol = _check_number("tol", tol, lambda v: v > 0, "> 0")
+    rtol = _check_number("rtol", rtol, lambda v: v > 0, "> 0")
+    lk = make_link(link)
+    hb = hard_subspace_basis(lk)
+    if hb.shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    e = hb[:, 0]
+    evals = []
+    rse = {}  # m0 -> relative standard error of M_T along e over replicas
+
+    def captured(m0):
+        r = dmft(activation, lk, loss, 1, delta=delta, eta=eta, steps=steps, M0=(m0 * e)[:, None], **kw)
+        if r.status != "ok":
+            raise TheorykitError(f"the DMFT from m0 = {m0:g} did not reach t = {steps} ({r.diverged_at['hint']})")
+        Me = float(e @ r.M[-1, :, 0])
+        se = float(np.sqrt(e ** 2 @ r.stderr["M"][-1, :, 0] ** 2))
+        c2 = float(overlap_cos2(r.M[-1], r.C_theta_tt[-1], e))
+        evals.append((float(m0), c2))
+        rse[float(m0)] = se / max(abs(Me), 1e-300)
+        return c2 > 0.5
+
+    def mid(a, b):
+        return math.sqrt(a * b) if a > 0 else 0.5 * (a + b)
+
+    if not captured(hi):
+        raise NotCaptured(hi, steps)
+    if lo > 0 and captured(lo):
+        raise TheorykitError(f"m0 = lo = {lo:g} is already captured by t = {steps}: lower lo")
+    while hi - lo > tol and not (lo > 0 and hi <= (1 + rtol) * lo):
+        m = mid(lo, hi)
+        lo, hi = (lo, m) if captured(m) else (m, hi)
+    # Near m*, M_T along e must be resolved: with Monte-Carlo latents the sampled E[z u] drives the hard overlap of
+    # each replica like a finite-d noise (d ~ paths per replica), the replicas capture or not at random and the mean
+    # M_T understates the drift (seen with y = sign(|z| - median), logistic loss: tables/archive/
+    # dmft_vs_sim_part3_sign_notes.md), so m* comes out too large.
+    noise = max(rse.get(lo, 0.0), rse.get(hi, 0.0))
+    return CaptureThreshold(m_star=mid(lo, hi), bracket=(lo, hi), evaluations=tuple(evals), M_rel_stderr=noise,
+                            noise_limited=bool(noise > CAPTURE_NOISE_RSE))
+
+
+#: default ladder of initial hard overlaps for capture_curve: geometric from LADDER_LO to LADDER_HI
+LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
+
+
+def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, **dmft_options) -> CaptureCurve:
+    """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
+    the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
+    of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
+    [LADDER_LO, LADDER_HI]) -- every t from the same runs.  u = ``direction``, a unit m-vector (the direction of the
+    neurons' initial overlaps; default (1,) for m = 1, required for m >= 2), so m0 is the length of the overlap
+    vector along the ray u.  cos^2(t): between e and the top left singular vector of Theta (:func:`cos2`).  At
+    each t, m*(t) is the geometric interpolation between the ladder's last rung below 1/2 and the first at or above
+    (None where even the top rung has not captured, or the bottom already has: m* is outside the ladder).
+
+    problem: a :class:`theorykit.Problem` with constant steps and no M0; ``dmft_options``: paths, replicas,
+    seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
+    ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT replica's own M and
+    C_theta: growth_rate's standard error), "method"}.  on_solve: called after each rung's solve (a progress
+    bar's hook)."""
+    from ..problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"capture_curve takes a theorykit.Problem, got {type(problem).__name__}")
+    if problem.M0 is not None:
+        raise TheorykitError("capture_curve sets M0 itself (the ladder): give a Problem without M0")
+    m = problem.m
+    if direction is None:
+        if m != 1:
+            raise TheorykitError(f"capture_curve at width m = {m} needs direction=, the unit m-vector of the initial "
+                                 "overlaps")
+        direction = (1.0,)
+    try:
+        u = np.asarray(direction, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"direction must be a list of {m} numbers, got {direction!r}") from None
+    if u.size != m or not np.all(np.isfinite(u)) or not np.linalg.norm(u) > 0:
+        raise TheorykitError(f"direction must be a non-zero vector of {m} finite numbers, got {direction!r}")
+    u = u / np.linalg.norm(u)
+    if problem.schedule is not None:
+        raise TheorykitError("capture_curve needs constant-step GD (a Problem with eta and steps)")
+    T = check_int("T", T, 1)
+    hb = hard_subspace_basis(problem.link_obj)
+    if hb.shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    e = hb[:, 0]
+    if m0s is None:
+        m0s = np.geomspace(LADDER_LO, LADDER_HI, LADDER_POINTS)
+    try:
+        m0s = np.asarray(sorted(float(v) for v in m0s))
+    except (TypeError, ValueError):
+        raise TheorykitError(f"m0s must be a list of numbers in (0, 1), got {m0s!r}") from None
+    if len(m0s) < 2 or not np.all((m0s > 0) & (m0s < 1)) or len(set(m0s)) != len(m0s):
+        raise TheorykitError(f"m0s must be >= 2 distinct numbers in (0, 1), got {list(m0s)}")
+    # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
+    opts = {"bias_check": False, "hard_process": False, **dmft_options}
+    cos2 = np.full((len(m0s), T + 1), np.nan)
+    rep = None  # (replicas, rungs, T+1): each replica's own cos^2 (its own M and C_theta)
+    for i, m0 in enumerate(m0s):
+        r = dmft(problem.replace(steps=T, M0=(m0 * np.outer(e, u)).tolist()), **opts)
+        S = len(r.test_loss)
+        cos2[i, :S] = overlap_cos2(r.M, r.C_theta_tt, e)
+        if r.status != "ok":
+            raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
+        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # (R, S)
+        if rep is None:
+            rep = np.full((len(c_rep), len(m0s), T + 1), np.nan)
+        rep[:, i, :S] = c_rep
+        if on_solve is not None:
+            on_solve()
+    lm = np.log(m0s)
+    return CaptureCurve(t=tuple(range(T + 1)), m_star=tuple(_m_star(cos2, lm)), m0s=tuple(m0s.tolist()), cos2=cos2,
+                        m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep), direction=tuple(u.tolist()),
+                        method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on a ladder of "
+                               f"{len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], one run each to T = {T}; m*(t) by "
+                               "geometric interpolation of cos^2(t) = 1/2 between rungs")
+
+
+def _m_star(cos2: np.ndarray, lm: np.ndarray) -> list:
+    """m*(t) from cos^2 (rungs x times) on the ladder ln m0 = lm (see :func:`capture_curve`)."""
+    out = []
+    for t in range(cos2.shape[1]):
+        c = cos2[:, t]
+        above = np.flatnonzero(c >= 0.5)
+        if not above.size or above[0] == 0:
+            out.append(None)
+            continue
+        j = int(above[0])
+        f = (0.5 - c[j - 1]) / (c[j] - c[j - 1])
+        out.append(float(math.exp(lm[j - 1] + f * (lm[j] - lm[j - 1]))))
+    return out
+
+
+def _slope(m_star: list, t1: int, t2: int):
+    ts = [t for t in range(max(t1, 0), min(t2, len(m_star) - 1) + 1) if m_star[t] is not None]
+    if len(ts) < 3:
+        return None, ts, math.nan
+    x = np.asarray(ts, float)
+    y = np.log([m_star[t] for t in ts])
+    A = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    res = y - A @ coef
+    dof = len(x) - 2
+    fit_se = math.sqrt(float(res @ res) / dof / float(((x - x.mean()) ** 2).sum())) if dof > 0 else math.nan
+    return float(-coef[1]), ts, fit_se
+
+
+def growth_rate(curve: CaptureCurve, t_range) -> GrowthRate:
+    """gamma = -d ln m*/dT fitted over t in ``t_range`` = (t1, t2) on :func:`capture_curve`'s m*(t) (least squares
+    on ln m*).  Standard error: the spread of the same fit on each DMFT replica's own m*(t) (its own M and C_theta),
+    / sqrt(replicas), over the replicas whose m* is inside the ladder at >= 3 times of the range (at least 2; ``how``
+    says how many); else the fit's residual error (how straight ln m* is, not the Monte-Carlo error; ``how`` says which).
+    Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as the
+    horizon grows (the hard direction is dynamically unstable); gamma <= 0: they are not."""
+    t1, t2 = (int(v) for v in t_range)
+    g, ts, fit_se = _slope(curve.m_star, t1, t2)
+    if g is None:
+        raise TheorykitError(f"m*(t) is inside the ladder at {len(ts)} time(s) of [{t1}, {t2}] (need 3): widen the "
+                             "ladder m0s or move the range")
+    per = [_slope(m, t1, t2)[0] for m in curve.m_star_replicas]
+    ok = [v for v in per if v is not None]
+    if len(ok) >= 2:
+        se = float(np.std(ok, ddof=1) / math.sqrt(len(ok)))
+        how = (f"least squares of ln m*(t) on t; stderr from the same fit on each DMFT replica's own m*(t), spread / "
+               f"sqrt(replicas), over {len(ok)} of {len(per)} replicas"
+               + ("" if len(ok) == len(per) else " (the others' m* left the ladder on the range)"))
+    else:
+        se = fit_se
+        how = ("least squares of ln m*(t) on t; stderr from the residuals (straightness of ln m*), not the DMFT's "
+               "Monte-Carlo error (the replicas' own m* left the ladder)")
+    return GrowthRate(value=g, stderr=se, t_range=(ts[0], ts[-1]), points=len(ts), fit_stderr=fit_se,
+                      per_replica=tuple(per), how=how)
+# ------------------------------------------------------------------------------------------------ finite d
+#: the finite-d ladder of initial hard overlaps (geometric; the 1/sqrt(d) scale of a random start lies inside for
+#: d in 10 .. 10^5, and adjacent rungs are a factor 1.45 apart, so the interpolated m* is close to a bisection's)
+FINITE_D_LADDER = (2e-3, 0.5, 16)
+#: replicas' relative spread of m*(horizon) above which a delta's prediction is flagged noise-limited
+FINITE_D_NOISE_RSE = 0.25
+
+
+@dataclass(frozen=True)
+class FiniteD:
+    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1, 2): for each delta and d, the
+    probability that GD at dimension d has captured the hard direction (cos^2 > 1/2) by time t, for every t up to the
+    horizon, with its band; the midpoint delta_1/2(d, horizon) and the escape time t_1/2(delta, d) read off it.
+
+    probability, low, high: (deltas, ds, horizon + 1) arrays; midpoints: [{d, horizon, midpoint, band [lo, hi],
+    note}]; escape_time: [{delta, d, t, band [early, late], note}] (t is None when P stays below 1/2 up to the
+    horizon); per_delta: [{delta, v, v_stderr (m = 1; NaN for m = 2), V (V_eff at t_match, m x m), t_match, m_star
+    (at the horizon, first ray), rays [{direction, m_star, m_star_spread}], m_star_spread (the replicas' relative
+    spread, largest over the rays), noise_limited, error}]; method: how it was computed."""
+
+    deltas: tuple
+    ds: tuple
+    horizon: int
+    probability: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    midpoints: tuple
+    escape_time: tuple
+    per_delta: tuple
+    method: str
+
+    def as_dict(self) -> dict:
+        return {"deltas": list(self.deltas), "d": list(self.ds), "horizon": self.horizon,
+                "finite_d": list(self.midpoints), "escape_time": list(self.escape_time),
+                "per_delta": list(self.per_delta), "method": self.method}
+
+    def curve(self, delta: float, d: int) -> dict:
+        """{t, probability, low, high} (lists over t = 0 .. horizon) at one delta and d of the grid."""
+        i, j = self.deltas.index(float(delta)), self.ds.index(int(d))
+        return {"t": list(range(self.horizon + 1)), "probability": self.probability[i, j].tolist(),
+                "low": self.low[i, j].tolist(), "high": self.high[i, j].tolist()}
+
+
+#: rays of initial-overlap directions per delta at width m = 2, on the circle's fundamental domain under the problem's
+#: symmetries (e -> -e for a link even along e; the exchange of two neurons with equal a, b and Sigma0)
+FINITE_D_RAYS = 5
+#: directions of the standard normal on the circle averaged over for P at m = 2 (a periodic trapezoid rule)
+_CIRCLE_POINTS = 720
+#: 1/m* stands in for "always captured" (below the ladder) when rays are interpolated; "never captured" (above it) is 0
+_S_ALWAYS = 1e12
+
+
+def symmetries(problem) -> tuple:
+    """(flip, swap): GD's law is invariant under e -> -e when the link is even along the first hard direction e
+    (checked at 512 random latent points and noises, to 1e-12), and under exchanging the neurons when m = 2 with
+    equal second-layer weights, equal biases and an exchangeable Sigma0."""
+    lk = problem.link_obj
+    e = hard_subspace_basis(lk)[:, 0]
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((512, lk.k))
+    eps = rng.standard_normal(512)
+    try:
+        y, y_flip = lk.response(z, eps), lk.response(z - 2 * np.outer(z @ e, e), eps)
+        flip = bool(np.allclose(y, y_flip, rtol=1e-12, atol=1e-12))
+    except TheorykitError:
+        flip = False
+    swap = False
+    if problem.m == 2:
+        a, b, S = problem.a_vector, problem.b_vector, problem.Sigma0_matrix
+        swap = bool(a[0] == a[1] and b[0] == b[1] and S[0, 0] == S[1, 1])
+    return flip, swap
+
+
+def ray_angles(m: int, flip: bool, swap: bool, rays: int) -> np.ndarray:
+    """Angles of the rays M0 = r e (cos a, sin a) computed per delta (m = 2; for m = 1, a in {0, pi} are the signs):
+    evenly spread over the circle's fundamental domain under the symmetries, its ends included when they are mirror
+    lines."""
+    if m == 1:
+        return np.array([0.0] if flip else [0.0, math.pi])
+    if flip and swap:
+        return np.linspace(math.pi / 4, 3 * math.pi / 4, rays)
+    if swap:
+        return np.linspace(math.pi / 4, 5 * math.pi / 4, rays)
+    return np.linspace(0.0, math.pi if flip else 2 * math.pi, rays, endpoint=False)
+
+
+def _orbit(angle: float, flip: bool, swap: bool) -> list:
+    out = [angle]
+    if flip:
+        out.append(angle + math.pi)
+    if swap:
+        out.append(math.pi / 2 - angle)
+    if flip and swap:
+        out.append(3 * math.pi / 2 - angle)
+    return [v % (2 * math.pi) for v in out]
+
+
+def _ray_star(curve: dict, t: int) -> tuple:
+    """(1/m*, 1/ its smallest and 1/ its largest over the replicas) of one ray at time t: the capture strength, which
+    is interpolated between rays (0 on a ray that never captures, where m* grows like 1/|angle - its angle|).  Outside
+    the ladder: never captured gives 0 with the band up to the top rung's 1/m0; captured from the bottom rung gives
+    _S_ALWAYS with the band down to the bottom rung's 1/m0."""
+    m0s = curve.m0s
+    cos2 = np.asarray(curve.cos2, dtype=float)[:, t]
+    ms = curve.m_star[t]
+    if ms is None:
+        if np.all(cos2 < 0.5) or np.isnan(cos2).any():
+            return 0.0, 1.0 / m0s[-1], 0.0
+        return _S_ALWAYS, _S_ALWAYS, 1.0 / m0s[0]
+    reps = [r[t] for r in curve.m_star_replicas if r[t] is not None] + [ms]
+    return 1.0 / ms, 1.0 / min(reps), 1.0 / max(reps)
+
+
+def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_se: np.ndarray, t_match: int,
+                           d: int) -> tuple:
+    """(P, low, high) over t from the capture ladders of the rays (docs/theory.md §3.2 and §5, the matched prediction
+    with the horizon t).  The effective initial overlap vector is mu_eff = B g / sqrt(d), g ~ N(0, I_m), B B^T =
+    V = V_eff(min(t, t_match)); it is captured by t iff its length exceeds m*(t) on its ray.  With g = rho w (w
+    uniform on the sphere, rho^2 ~ chi2_m): P(t) = mean over w of P(chi2_m > d m*(t; B w)^2 / |B w|^2), over w =
+    +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; the capture strength
+    1/m* interpolated linearly in the angle between the rays and their images under the symmetries, 0 on a ray that
+    never captures).  The band takes every ray's
+    smallest and largest m*(t) over the replicas and V scaled by 1 -+ 2 relative standard errors (Frobenius)."""
+    from scipy.stats import chi2
+
+    rays = [(float(a), c) for a, c in rays]
+    m = V.shape[-1]
+    T = np.asarray(rays[0][1].cos2).shape[1] - 1
+    psi = np.array([0.0, math.pi]) if m == 1 else np.linspace(0, 2 * math.pi, _CIRCLE_POINTS, endpoint=False)
+    P, lo, hi = np.zeros(T + 1), np.zeros(T + 1), np.zeros(T + 1)
+    for t in range(T + 1):
+        k = min(t, t_match)
+        Vk = 0.5 * (V[k] + V[k].T)
+        lam, Q = np.linalg.eigh(Vk)
+        if not np.all(np.isfinite(lam)) or lam.min() <= 0:
+            P[t], lo[t], hi[t] = math.nan, math.nan, math.nan
+            continue
+        rse = float(np.linalg.norm(V_se[k]) / np.linalg.norm(Vk))
+        B = Q * np.sqrt(lam)
+        w = np.cos(psi)[:, None] if m == 1 else np.column_stack([np.cos(psi), np.sin(psi)])
+        Bw = w @ B.T
+        scale2 = (Bw ** 2).sum(1)
+        phi = np.where(Bw[:, 0] >= 0, 0.0, math.pi) if m == 1 else np.arctan2(Bw[:, 1], Bw[:, 0]) % (2 * math.pi)
+        stars = [_ray_star(c, t) for _, c in rays]
+        out = []
+        for which, fac in ((0, 1.0), (2, max(1.0 - 2 * rse, 1e-12)), (1, 1.0 + 2 * rse)):
+            xs, ys = [], []
+            for (angle, _), st in zip(rays, stars):
+                for a in _orbit(angle, flip, swap):
+                    xs.append(a)
+                    ys.append(st[which])
+            order = np.argsort(xs)
+            strength = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
+            with np.errstate(divide="ignore"):
+                r2 = np.where(strength >= _S_ALWAYS * (1 - 1e-9), 0.0, 1.0 / strength ** 2)
+            out.append(float(np.mean(chi2.sf(d * r2 / (fac * scale2), m))))
+        P[t], lo[t], hi[t] = out
+    return P, lo, hi
+
+
+def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
+             seed: int = defaults.DMFT_SEED, m0s=None, rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
+    """What GD at dimension d does by a horizon, from the DMFT (docs/theory.md §5, "At your d and horizon"; width
+    m = 1 or 2).
+
+    Per delta of ``deltas``: one DMFT run with the linear hard process (V_eff(t), the covariance of the effective
+    initial overlap vector, and the time ``hard_reliable_until`` up to which the linear process is trusted), and for
+    each ray u of initial-overlap directions a ladder of nonlinear DMFT runs from M0 = m0 e u^T (``m0s``, default
+    FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.thresholds.capture_curve`: m*(t; u) for every t at once).
+    m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
+    circle under the problem's symmetries (:func:`symmetries`).  Then for every d of ``ds`` and t <= horizon
+    P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d) (see
+    :func:`capture_probabilities`; m = 1: P(chi2_1 > d m*(t)^2 / v_eff)).  Read off it: the midpoint
+    delta_1/2(d, horizon) where P crosses 1/2 along the deltas (band: where the band's ends cross), and the escape
+    time t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).
+    A delta whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go on.  problem: a
+    :class:`theorykit.Problem` with m <= 2, constant steps, no M0 (its delta and steps are replaced)."""
+    from ..problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"finite_d takes a theorykit.Problem, got {type(problem).__name__}")
+    if problem.m > 2:
+        raise TheorykitError(f"the finite-d prediction is built for width m = 1 and 2 (got m = {problem.m}): the "
+                             "capture region over the sphere of initial-overlap directions is not built for m >= 3")
+    if problem.schedule is not None or problem.M0 is not None:
+        raise TheorykitError("finite_d needs constant-step GD from a random start (a Problem with eta, without M0)")
+    if hard_subspace_basis(problem.link_obj).shape[1] == 0:
+        raise TheorykitError("this link has no hard direction: nothing to capture")
+    grid = tuple(sorted(float(v) for v in check_deltas(deltas, at_least=1)))
+    try:
+        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
+    except TypeError:
+        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
+    if not dims:
+        raise TheorykitError("ds must hold at least one dimension d")
+    H = check_int("horizon", horizon, 1)
+    rays = check_int("rays", rays, 2)
+    if m0s is None:
+        lo_, hi_, k_ = FINITE_D_LADDER
+        m0s = np.geomspace(lo_, hi_, k_)
+    rungs = len(list(m0s))
+    flip, swap = symmetries(problem)
+    angles = ray_angles(problem.m, flip, swap, rays)
+    bar = (Progress(len(grid) * (len(angles) * rungs + 1), label="finite-d prediction", unit="DMFT solves")
+           if progress else None)
+    tick = bar.tick if bar else None
+
+    shape = (len(grid), len(dims), H + 1)
+    P, LO, HI = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    per = []
+    opts = dict(paths=paths, replicas=replicas, seed=seed)
+    try:
+        for i, dl in enumerate(grid):
+            pr = problem.replace(delta=dl, steps=H)
+            info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None, "m_star": None,
+                    "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
+            try:
+                r = dmft(pr, bias_check=False, **opts)
+                if tick:
+                    tick()
+                if r.status != "ok":
+                    raise DivergenceError(f"the DMFT did not reach t = {H} ({r.diverged_at['hint']})")
+                curves = []
+                for ang in angles:
+                    u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
+                    curves.append((ang, capture_curve(pr, H, m0s, direction=u, on_solve=tick, **opts)))
+            except DivergenceError as err:
+                info["error"] = str(err).splitlines()[0]
+                per.append(info)
+                continue
+            V = np.asarray(r.V_eff, dtype=float)
+            V_se = np.asarray(r.stderr["V_eff"], dtype=float)
+            tm = int(r.hard_reliable_until)
+            spreads, ray_info = [], []
+            for ang, c in curves:
+                ms = c.m_star[H]
+                reps = [q[H] for q in c.m_star_replicas if q[H] is not None]
+                spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
+                ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1]})
+            finite = [v for v in spreads if math.isfinite(v)]
+            spread = max(finite) if finite else math.nan
+            info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
+                        v_stderr=float(V_se[tm, 0, 0]) if problem.m == 1 else math.nan, V=V[tm].tolist(),
+                        t_match=tm, m_star=ray_info[0]["m_star"], rays=ray_info, m_star_spread=spread,
+                        noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
+            per.append(info)
+            for j, d in enumerate(dims):
+                P[i, j], LO[i, j], HI[i, j] = capture_probabilities(curves, flip, swap, V, V_se, tm, d)
+    finally:
+        if bar:
+            bar.close()
+    mids, esc = [], []
+    ok = [i for i, q in enumerate(per) if not q["error"]]
+    for j, d in enumerate(dims):
+        x = [grid[i] for i in ok]
+        m, a, b = (crossing(x, [arr[i, j, H] for i in ok]) for arr in (P, HI, LO))
+        note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
+        mids.append({"d": d, "horizon": H, "midpoint": math.nan if m is None else m,
+                     "band": [math.nan if a is None else a, math.nan if b is None else b], "note": note})
+        for i in ok:
+            t, early, late = (first_passage(arr[i, j]) for arr in (P, HI, LO))
+            esc.append({"delta": grid[i], "d": d, "t": t, "band": [early, late],
+                        "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
+    sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", swap)) if on) or "none"
+    method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
+              f"directions ({len(angles)} ray(s); symmetries used: {sym}) a ladder of {rungs} nonlinear DMFT runs "
+              f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric) to t = {H}, m*(t; u) "
+              f"by geometric interpolation of cos^2 = 1/2; {paths} paths in {replicas} replicas, seed {seed}; "
+              "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
+              "t_match = hard_reliable_until (docs/theory.md §3.2, §5; m = 1: P(chi2_1 > d m*^2 / v_eff)); band: "
+              "the replicas' m* and V_eff +- 2 se (not the rung interpolation); midpoint: linear interpolation of P in "
+              "delta; escape time: the first t with P >= 1/2")
+    return FiniteD(deltas=grid, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
+                   escape_time=tuple(esc), per_delta=tuple(per), method=method)
