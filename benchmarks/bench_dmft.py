@@ -22,7 +22,8 @@ import time
 
 import numpy as np
 
-from theorykit import dmft, flow_schedule
+from theorykit import dmft
+from theorykit.dynamics import flow_schedule
 
 EASY = dict(activation="tanh", link="z+z**2/2", loss="square", width=2, a="1,-1", delta=2.0)
 PR1 = dict(activation="gelu", link="z**2", loss="square", width=1, delta=4.0)

@@ -126,7 +126,7 @@ def main(argv=None):
     rows = []
     GA, GB = np.random.default_rng(1).standard_normal((2, GEMM_N, GEMM_N))  # the machine's DGEMM rate
     for n, d, m in SHAPES:
-        net = tk.Network("gelu", "square", m)
+        net = tk.symbolic.Network("gelu", "square", m)
         rng = np.random.default_rng(0)
         X = rng.standard_normal((n, d))
         X32 = X.astype(np.float32)

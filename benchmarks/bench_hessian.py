@@ -36,7 +36,7 @@ def problem(d: int, m: int, delta: float, seed: int):
     X = rng.standard_normal((n, d))
     y = X[:, 0] ** 2  # phase retrieval, z = x[:, 0]
     theta = rng.standard_normal((d, m)) / np.sqrt(d)
-    net = tk.Network("gelu", "square", m)
+    net = tk.symbolic.Network("gelu", "square", m)
     return X, net.evaluate(X @ theta, y)
 
 

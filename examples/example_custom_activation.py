@@ -24,7 +24,7 @@ def main(verbose=True):
     assert q.bracket[0] <= q.value <= q.bracket[1] and 0.5 < q.value < 40 and q.stderr < 0.25 * q.value
     low, high = q.value / 4, 2.5 * q.value
     df = tk.sweep([low, high], range(6), problem=p.replace(steps=300), d=120, processes=2)
-    s = tk.summarise(df)
+    s = tk.referee.summarise(df)
     assert s["success_probability"].iloc[1] >= s["success_probability"].iloc[0]
     if verbose:
         print(f"mu_2 = {h[2].value:.4f} ({h[2].tier}); delta_alg = 0.5; delta*(10) at d = 500: {q.value:.3g} +- "

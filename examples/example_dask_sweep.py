@@ -20,7 +20,7 @@ def main(verbose=True):
     local = tk.sweep(DELTAS, SEEDS, processes=2, **KW)
     cols = ["delta", "seed", "success", "escape_time", "final_overlap", "final_train_loss"]
     assert on_dask[cols].equals(local[cols])
-    s = tk.summarise(on_dask)
+    s = tk.referee.summarise(on_dask)
     p = list(s["success_probability"])
     assert p[-1] >= p[0]  # more samples, more success (x^2, phase retrieval: delta_alg = 1/2)
     if verbose:

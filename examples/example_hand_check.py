@@ -25,7 +25,7 @@ def main(verbose=True):
     assert mu2.exact == 2 and mu2.tier == "exact"
 
     # the t = 0, 1 DMFT quantities: exact rationals from the closed-form module
-    cf = tk.dmft_closed_form("quad", "phase-retrieval", "square", 1, delta=4, eta=sp.Rational(1, 20))
+    cf = tk.dynamics.dmft_closed_form("quad", "phase-retrieval", "square", 1, delta=4, eta=sp.Rational(1, 20))
     assert cf.R_u00[0, 0] == 4 and cf.C_u00[0, 0] == 48 and cf.P1[0, 0] == sp.Rational(4, 5)
     assert cf.gram1[0, 0] == sp.Rational(67, 100) and cf.M1[0, 0] == 0 and cf.train_loss0 == 2
 

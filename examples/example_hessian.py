@@ -16,13 +16,13 @@ def main(verbose=True):
     p = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=0)
     r = tk.dmft(p, keep_law_at=[0], paths=16384, replicas=2, bias_check=False)
     law = law_at(r, 0, d=d)
-    h = tk.hessian_prediction(law)
+    h = tk.spectra.hessian_prediction(law)
     assert h.unbounded  # square loss with y = z^2: D is unbounded below, so the finite-n law is the one to use
     assert len(h.outliers) == 1 and h.outliers[0].negative and h.outliers[0].lam < h.edge
     # the finite-d referee at the same t: bottom eigenpairs and their overlap^2 with the hard direction e_1
     X, y = training_data(p, d, seed=0)
     sim = tk.simulate(p, d=d, seed=0, n_test=1)
-    hb = tk.hessian_bottom(X, p.network.evaluate(X @ sim.theta, y), k=6, hard_dirs=np.eye(d)[:, :1])
+    hb = tk.referee.hessian_bottom(X, p.network.evaluate(X @ sim.theta, y), k=6, hard_dirs=np.eye(d)[:, :1])
     j = int(np.argmax(hb.hard_overlap2))
     assert abs(hb.eigenvalues[j] - h.outliers[0].lam) < 0.15 * abs(h.outliers[0].lam)  # d = 400: O(d^-1/2) spread
     if verbose:

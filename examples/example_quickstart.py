@@ -31,7 +31,7 @@ def main(verbose=True):
               "hard", stair.hard_dim)
 
     # 4. Per-sample derivatives of the loss in the pre-activations, symbolic and vectorised
-    net = tk.Network("gelu", "logistic", width=2, a="1,-1")
+    net = tk.symbolic.Network("gelu", "logistic", width=2, a="1,-1")
     r = np.random.default_rng(0).standard_normal((5, 2))
     y = np.array([1.0, -1.0, 1.0, 1.0, -1.0])
     d = net.evaluate(r, y)

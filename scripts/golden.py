@@ -59,9 +59,9 @@ def compute() -> dict:
                 seed=0, processes=1)
     out.update({f"dmft_x2_{k}": _arr(getattr(r, k)) for k in ("gram", "train_loss", "C_mu")})
     # closed forms
-    c = tk.dmft_closed_form("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1).numeric()
+    c = tk.dynamics.dmft_closed_form("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1).numeric()
     out.update({f"closed_{k}": _arr(v) for k, v in sorted(c.items())})
-    from theorykit import linear_gd_limit
+    from theorykit.dynamics import linear_gd_limit
 
     lin = linear_gd_limit(delta=2.0, eta=0.5, steps=10, ridge=0.1, noise=0.5)
     out.update({f"linear_{k}": _arr(getattr(lin, k)) for k in ("M", "gram", "train_loss", "test_loss")})
@@ -75,13 +75,13 @@ def compute() -> dict:
                     init="spectral", n_test=1)
     out["sim_spectral_M"] = _arr(s.M)
     # spectra, links, Hermite, population loss
-    p = tk.spectral_prediction("phase-retrieval", "(y-1)/(y+sqrt(2*delta)-1)", 2.0)
+    p = tk.spectra.spectral_prediction("phase-retrieval", "(y-1)/(y+sqrt(2*delta)-1)", 2.0)
     out["spectral_prediction"] = _arr([p.top_eigenvalue, p.overlap2, p.bulk_edge])
     out["delta_alg_pr"] = _arr(float(tk.analyse_link("phase-retrieval").delta_alg.value))
     h = tk.hermite_coefficients("gelu", 4)
     out["hermite_gelu"] = _arr([float(c.value) for c in h.coefficients])
-    net = tk.Network("gelu", "square", 2, a=[1, -1])
-    out["population_loss"] = _arr(tk.population_loss(net, tk.link("z+z**2/2"), np.array([[0.3, -0.2]]),
+    net = tk.symbolic.Network("gelu", "square", 2, a=[1, -1])
+    out["population_loss"] = _arr(tk.population.population_loss(net, tk.link("z+z**2/2"), np.array([[0.3, -0.2]]),
                                                      np.array([[1.0, 0.1], [0.1, 0.8]])).value)
     return out
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The DMFT from a spectral start (theorykit.spectral_start) against the simulator's spectral initialisation.
+"""The DMFT from a spectral start (theorykit.spectra.spectral_start) against the simulator's spectral initialisation.
 
     python scripts/spectral_start_check.py            # writes tables/spectral_start.md and .csv (about 2 min)
 
@@ -45,7 +45,7 @@ def main():
     rows = []
     for act, eta in SETTINGS:
         pr = tk.Problem(act, "phase-retrieval", delta=2.0, eta=eta, steps=20)
-        start, pred = tk.spectral_start(pr)
+        start, pred = tk.spectra.spectral_start(pr)
         dvals = {}
         for how, dm in (("exact", tk.dmft(pr, init="spectral")), ("approx", tk.dmft(start))):
             dvals[how] = {"|M|": np.abs(dm.M[:, 0, 0]), "gram": dm.gram[:, 0, 0], "train": dm.train_loss,

@@ -93,7 +93,7 @@ def test_delta_dyn_records_a_delta_where_the_dmft_diverges(monkeypatch):
 
     def curve(p, T, m0s=None, on_solve=None, **k):
         if p.delta < 4:
-            raise tk.DivergenceError("the DMFT from m0 = 0.0001 stopped at step 134 (GD is unstable)")
+            raise tk.errors.DivergenceError("the DMFT from m0 = 0.0001 stopped at step 134 (GD is unstable)")
         if p.delta > 20:
             raise tk.TheorykitError("capture_curve takes a theorykit.Problem")
         return NS(delta=p.delta)

@@ -12,7 +12,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from theorykit import dmft, flow_schedule
+from theorykit import dmft
+from theorykit.dynamics import flow_schedule
 from theorykit.dynamics.hard_process import hard_tangents as _hard_tangents
 from theorykit.dynamics.parameter_side import ParameterSide as _ParameterSide
 from theorykit.dynamics.plan import hermite_rule as _hermite_rule
@@ -293,11 +294,11 @@ def test_cli_json_contract_and_errors():
     dict(activation="x+x**2/2", link="z+z**2/2", width=2, a="1,-1", delta=2.0, eta=1.0),
 ])
 def test_solver_against_exact_t0_t1(case):
-    """The numerical DMFT against theorykit.dmft_closed_form (exact SymPy, polynomial sigma, square loss) at
+    """The numerical DMFT against theorykit.dynamics.dmft_closed_form (exact SymPy, polynomial sigma, square loss) at
     t = 0, 1 (and M_2): within 4 standard errors (+1e-9 for exact zeros)."""
     import theorykit as tk
 
-    ex = tk.dmft_closed_form(case["activation"], case["link"], "square", case["width"], a=case.get("a"),
+    ex = tk.dynamics.dmft_closed_form(case["activation"], case["link"], "square", case["width"], a=case.get("a"),
                              delta=case["delta"], eta=case["eta"]).numeric()
     r = dmft(**case, steps=2, paths=131072, replicas=16, kernels=True, response="direct", response_paths=4096)
     k, se = r.kernels, {key[:-7]: v for key, v in r.kernels.items() if key.endswith("_stderr")}
@@ -365,7 +366,7 @@ def test_v_eff_is_the_ratio_of_replica_means_with_a_jackknife_error():
 def test_capture_threshold_bisection_and_bracket_checks():
     """GeLU phase retrieval, delta = 11, horizon 40: the captured/not-captured evaluations are consistent with one
     threshold inside the returned bracket; an uncaptured hi is refused with a one-line error."""
-    from theorykit import capture_threshold
+    from theorykit.thresholds import capture_threshold
 
     kw = dict(**PR, delta=11.0, eta=1.0, steps=40, paths=4096, replicas=2, seed=1, response="stein")
     c = capture_threshold(**kw, lo=0.0, hi=0.4, tol=0.05)

@@ -1,4 +1,4 @@
-"""Exact t = 0, 1 DMFT quantities for polynomial models (theorykit.dmft_closed_form, THEORY.md section 3).
+"""Exact t = 0, 1 DMFT quantities for polynomial models (theorykit.dynamics.dmft_closed_form, THEORY.md section 3).
 
 1. hand-computed values (sigma = x^2, y = z^2, symbolic eta and delta);
 2. every expectation against brute-force Monte Carlo of its defining formula (numpy samples, Network.evaluate);
@@ -34,7 +34,7 @@ def test_hand_values_quad_phase_retrieval():
     #   t = 1: r^1 = w^1 - (eta/delta) u^0 is even in z, so Ezu1 = 0 and M_2 = 0;
     #   E[w^1 u^0] = 2*3*c10 - 2*c10 = 4 c10 (c10 = C_theta(1,0)), so
     #   E[(r^1)^2] = C_theta(1,1) - 8 (eta/delta) c10 + 48 (eta/delta)^2 and R_u(1,1) = 6 E[(r^1)^2] - 2.
-    cf = tk.dmft_closed_form("quad", "z**2", "square", 1, delta=DELTA, eta=ETA)
+    cf = tk.dynamics.dmft_closed_form("quad", "z**2", "square", 1, delta=DELTA, eta=ETA)
     c10 = 1 - 4 * ETA
     c11 = (1 - 4 * ETA) ** 2 + 48 * ETA ** 2 / DELTA
     expected = {
@@ -49,7 +49,7 @@ def test_hand_values_quad_phase_retrieval():
         assert _equal(getattr(cf, name), val), name
 
     # the symbolic result at numbers equals the direct numerical call (floats are read exactly: 0.05 -> 1/20)
-    num = tk.dmft_closed_form("quad", "z**2", "square", 1, delta=2, eta=0.05)
+    num = tk.dynamics.dmft_closed_form("quad", "z**2", "square", 1, delta=2, eta=0.05)
     sub = cf.subs({ETA: sp.Rational(1, 20), DELTA: 2})
     for name in num.names():
         assert _equal(getattr(sub, name), getattr(num, name)), name
@@ -60,7 +60,7 @@ def test_hand_values_quad_phase_retrieval():
 
 def test_ridge_enters_the_parameter_side():
     lam = sp.Symbol("lam", positive=True)
-    cf = tk.dmft_closed_form("quad", "z + z**2/2", "square", 1, delta=DELTA, eta=ETA, ridge=lam,
+    cf = tk.dynamics.dmft_closed_form("quad", "z + z**2/2", "square", 1, delta=DELTA, eta=ETA, ridge=lam,
                              M0=[[sp.Rational(1, 2)]])
     assert sp.simplify(cf.P1 - ((1 - ETA * lam) * sp.eye(1) - ETA * cf.R_u00)) == sp.zeros(1, 1)
     assert sp.simplify(cf.M1 - ((1 - ETA * lam) * cf.M0 - ETA * cf.Ezu0)) == sp.zeros(1, 1)
@@ -80,16 +80,16 @@ def test_two_moment_engines_agree(args, kw, monkeypatch):
     """Scaled-Hermite inner products after an exact LDL^T (the default) vs Isserlis recursion on the covariance."""
     from theorykit.dynamics import closed_form as dc
 
-    fast = tk.dmft_closed_form(*args, **kw)
+    fast = tk.dynamics.dmft_closed_form(*args, **kw)
     monkeypatch.setattr(dc, "_ldl", lambda K, cov: None)
-    slow = tk.dmft_closed_form(*args, **kw)
+    slow = tk.dynamics.dmft_closed_form(*args, **kw)
     for name in fast.names():
         assert _equal(getattr(fast, name), getattr(slow, name)), name
 
 
 def test_zero_step_is_stationary():
     """eta = 0: nothing moves, the t = 1 quantities equal the t = 0 ones (a singular w covariance: w^1 = w^0)."""
-    cf = tk.dmft_closed_form("x + x**2/2", "z + z**2/2", "square", 2, a=(1, -1), delta=2, eta=0,
+    cf = tk.dynamics.dmft_closed_form("x + x**2/2", "z + z**2/2", "square", 2, a=(1, -1), delta=2, eta=0,
                              M0=[[0.5, 0.25]])
     assert cf.C_theta11 == cf.C_theta10 == cf.C_theta00 and cf.M2 == cf.M1 == cf.M0
     assert cf.C_u11 == cf.C_u10 == cf.C_u00 and cf.R_u11 == cf.R_u00 and cf.R_u10 == sp.zeros(2, 2)
@@ -99,7 +99,7 @@ def test_zero_step_is_stationary():
 # ------------------------------------------------------------------------------------------- 2. Monte Carlo
 def _monte_carlo(cf, act, link, m, a, b, delta, eta, n, seed):
     """Every closed-form field by brute force: (mean, standard error) arrays, from its defining formula."""
-    net = tk.Network(act, "square", m, a=a, b=b)
+    net = tk.symbolic.Network(act, "square", m, a=a, b=b)
     lk = tk.link(link)
     k = lk.k
     num = cf.numeric()
@@ -141,7 +141,7 @@ MC_SETTINGS = [
 
 @pytest.mark.parametrize("s", MC_SETTINGS, ids=["quad-pr", "poly-m2", "noisy-k2-ridge"])
 def test_against_monte_carlo(s):
-    cf = tk.dmft_closed_form(s["act"], s["link"], "square", s["m"], a=s["a"], b=s["b"], delta=s["delta"],
+    cf = tk.dynamics.dmft_closed_form(s["act"], s["link"], "square", s["m"], a=s["a"], b=s["b"], delta=s["delta"],
                              eta=s["eta"], **s["kw"])
     num = cf.numeric()
     mc = _monte_carlo(cf, s["act"], s["link"], s["m"], s["a"], s["b"], s["delta"], s["eta"], 400_000, seed=7)
@@ -174,7 +174,7 @@ def test_against_simulator():
     own conditional expectations by 0.048 at t = 0 and 0.037 at t = 1: test-set noise, not a DMFT error.)
     """
     kw = dict(a=(1, -1), delta=2, eta=1.0)
-    cf = tk.dmft_closed_form("x + x**2/2", "z + z**2/2", "square", 2, **kw).numeric()
+    cf = tk.dynamics.dmft_closed_form("x + x**2/2", "z + z**2/2", "square", 2, **kw).numeric()
     runs = [tk.simulate("x + x**2/2", "z + z**2/2", "square", 2, d=2000, steps=2, seed=s, **kw) for s in range(8)]
     assert all(r.status == "ok" for r in runs)
     train = np.array([r.train_loss for r in runs])
@@ -202,11 +202,11 @@ def test_against_simulator():
 # --------------------------------------------------------------------------------------------- 4. refusals
 def test_non_polynomial_refused():
     with pytest.raises(TheorykitError) as e:
-        tk.dmft_closed_form("gelu", "z**2", "square", 1, delta=2, eta=0.1)
+        tk.dynamics.dmft_closed_form("gelu", "z**2", "square", 1, delta=2, eta=0.1)
     assert "polynomial" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(TheorykitError, match="polynomial"):
-        tk.dmft_closed_form("quad", "abs", "square", 1, delta=2, eta=0.1)
+        tk.dynamics.dmft_closed_form("quad", "abs", "square", 1, delta=2, eta=0.1)
     with pytest.raises(TheorykitError, match="polynomial"):
-        tk.dmft_closed_form("quad", "z**2", "logistic", 1, delta=2, eta=0.1)
+        tk.dynamics.dmft_closed_form("quad", "z**2", "logistic", 1, delta=2, eta=0.1)
     with pytest.raises(TheorykitError, match="must be 1 x 2"):
-        tk.dmft_closed_form("quad", "z", "square", 2, delta=2, eta=0.1, M0=[[1, 2, 3]])
+        tk.dynamics.dmft_closed_form("quad", "z", "square", 2, delta=2, eta=0.1, M0=[[1, 2, 3]])

@@ -29,13 +29,13 @@ def test_dmft_problem_fields_are_not_given_twice():
 
 def test_closed_form_and_capture_take_a_problem():
     pr = tk.Problem("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1, steps=1)
-    a = tk.dmft_closed_form(pr).numeric()
-    b = tk.dmft_closed_form("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1).numeric()
+    a = tk.dynamics.dmft_closed_form(pr).numeric()
+    b = tk.dynamics.dmft_closed_form("quad", "z+z**2/2", "square", 2, a=[1, -1], delta=2, eta=1).numeric()
     assert a.keys() == b.keys() and all(np.allclose(np.asarray(a[k], float), np.asarray(b[k], float)) for k in a)
     pr2 = tk.Problem("gelu", "phase-retrieval", delta=11.0, eta=1.0, steps=20)
     kw = dict(hi=0.5, tol=0.1, paths=2048, replicas=2, processes=1)
-    c1 = tk.capture_threshold(pr2, **kw)
-    c2 = tk.capture_threshold("gelu", "phase-retrieval", delta=11.0, eta=1.0, steps=20, **kw)
+    c1 = tk.thresholds.capture_threshold(pr2, **kw)
+    c2 = tk.thresholds.capture_threshold("gelu", "phase-retrieval", delta=11.0, eta=1.0, steps=20, **kw)
     assert c1 == c2
     with pytest.raises(tk.TheorykitError, match="part of the Problem"):
-        tk.capture_threshold(pr2, delta=3.0)
+        tk.thresholds.capture_threshold(pr2, delta=3.0)

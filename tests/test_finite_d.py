@@ -154,7 +154,7 @@ def test_finite_d_records_a_delta_where_the_dmft_diverges(monkeypatch):
     import theorykit.thresholds.capture as dyn
 
     def boom(*a, **k):
-        raise tk.DivergenceError("the DMFT from m0 = 0.002 stopped at step 3 (GD is unstable)")
+        raise tk.errors.DivergenceError("the DMFT from m0 = 0.002 stopped at step 3 (GD is unstable)")
 
     monkeypatch.setattr(dyn, "capture_curve", boom)
     pr = tk.Problem("quad", "phase-retrieval", "square", 1, delta=3.0, eta=0.05, steps=1)

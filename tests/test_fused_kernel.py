@@ -18,7 +18,7 @@ def test_one_step_matches_numpy(act, loss, m):
     rng = np.random.default_rng(hash((act, loss, m)) % 2**32)
     a = rng.choice([-1.0, 1.0], m)
     b = 0.1 * rng.standard_normal(m)
-    net = tk.Network(act, loss, m, a=list(a), b=list(b))
+    net = tk.symbolic.Network(act, loss, m, a=list(a), b=list(b))
     fk, why = fused_kernel(net)
     assert fk is not None, why
     for n, d in ((1003, 37), (8, 5), (3, 7), (257, 64)):  # remainders of the 4-row tiles and of the chunks
@@ -35,7 +35,7 @@ def test_one_step_matches_numpy(act, loss, m):
 
 
 def test_threads_do_not_change_the_numbers():
-    net = tk.Network("gelu", "square", 3)
+    net = tk.symbolic.Network("gelu", "square", 3)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((999, 50))
     y = X[:, 0] ** 2
@@ -88,7 +88,7 @@ def test_auto_and_the_fallback_say_why():
 def test_dirac_terms_in_a_users_derivative_are_dropped():
     """x*step(x) has sigma' = step(x) + x*DiracDelta(x): the vectorised sigma' is its almost-sure value (this
     used to raise NameError: DiracDelta from inside lambdify)."""
-    net = tk.Network("x*step(x)", "square", 1)
+    net = tk.symbolic.Network("x*step(x)", "square", 1)
     s0, s1, _ = net.activation.numpy(np.array([-1.0, 2.0]))
     assert list(s0) == [0.0, 2.0] and list(s1) == [0.0, 1.0]
 
@@ -110,7 +110,7 @@ def test_float32_storage_one_step_gradient_within_1e6(act, loss, m):
     relative (the rounding of X gives ~1e-7); the fused kernel on float32 X against NumPy on the same float32 X: to
     rounding.  Smooth, kinked, bounded and unbounded activations."""
     rng = np.random.default_rng(5)
-    net = tk.Network(act, loss, m, a=list(rng.choice([-1.0, 1.0], m)), b=list(0.1 * rng.standard_normal(m)))
+    net = tk.symbolic.Network(act, loss, m, a=list(rng.choice([-1.0, 1.0], m)), b=list(0.1 * rng.standard_normal(m)))
     fk, why = fused_kernel(net)
     assert fk is not None, why
     n, d = 2001, 300

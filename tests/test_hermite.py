@@ -51,15 +51,18 @@ def test_mu_k_equals_expected_derivative():
     """Stein: mu_k = E[sigma^(k)(G)] (smooth case)."""
     for k in range(4):
         a = tk.hermite_coefficients("gelu", k)[k].exact
-        b = tk.expectation(sp.diff(tk.activation("gelu").expr, x, k), [x]).exact
+        b = tk.symbolic.expectation(sp.diff(tk.activation("gelu").expr, x, k), [x]).exact
         assert sp.simplify(a - b) == 0
 
 
-def test_gaussian_expectation_of_q():
+def test_expectation_of_q():
     g = sp.diff(tk.activation("gelu").expr, x) ** 2
-    e = tk.gaussian_expectation(g)  # symbolic variance q
+    e = tk.symbolic.expectation(g, variance="q")  # symbolic variance q
     assert e.tier == "exact" and e.exact.free_symbols == {cv.Q}
-    assert abs(float(e.exact.subs(cv.Q, 1)) - tk.expectation(g, [x]).value) < 1e-12
+    assert abs(float(e.exact.subs(cv.Q, 1)) - tk.symbolic.expectation(g, [x]).value) < 1e-12
+    assert tk.symbolic.expectation("x**2", variance=3).exact == 3
+    with pytest.raises(tk.TheorykitError, match="variance"):
+        tk.symbolic.expectation("x**2", variance=-1)
 
 
 def test_bad_degree():

@@ -29,7 +29,7 @@ def test_dmft_and_simulate_start_from_the_same_initial_law(capsys):
 
 def test_approximate_spectral_start_takes_the_spectral_overlap():
     pr = tk.Problem("gelu", "phase-retrieval", delta=2.0, eta=1.0, steps=1)
-    start, pred = tk.spectral_start(pr)
+    start, pred = tk.spectra.spectral_start(pr)
     assert math.isclose(start.M0[0][0] ** 2, pred.overlap2) and math.isclose(start.Sigma0[0][0], 1 - pred.overlap2)
 
 
@@ -38,7 +38,7 @@ def test_exact_spectral_start_converges_to_the_classic_overlap_and_matches_gd(ca
     sqrt(overlap2) (docs/theory.md §6) and its t = 0 train loss, which remembers that the eigenvector was built from
     the data, is the simulator's; the independent-remainder approximation misses the latter by ~25%."""
     pr = tk.Problem("gelu", "phase-retrieval", delta=2.0, eta=1.0, steps=1)
-    start, pred = tk.spectral_start(pr)
+    start, pred = tk.spectra.spectral_start(pr)
     out = _json(capsys, "dmft", "--activation", "gelu", "--link", "phase-retrieval", "--delta", "2", "--eta", "1",
                 "--steps", "1", "--init", "spectral", "--paths", "16384", "--replicas", "4")
     sp = out["settings"]["spectral_start"]
@@ -58,6 +58,6 @@ def test_spectral_overlap_matches_the_simulator_initial_overlap():
     # the t = 0 part of the spectral start is the classic theory of docs/theory.md §6 at finite d: the simulator's top
     # eigenvector overlap at d = 1000 (4 seeds) matches sqrt(overlap2) within 4 standard errors + 1/sqrt(d)
     pr = tk.Problem("gelu", "phase-retrieval", delta=2.0, eta=1.0, steps=0)
-    _, pred = tk.spectral_start(pr)
+    _, pred = tk.spectra.spectral_start(pr)
     m0 = np.array([abs(tk.simulate(pr, d=1000, init="spectral", seed=s, n_test=1).M[0, 0, 0]) for s in range(4)])
     assert abs(m0.mean() - math.sqrt(pred.overlap2)) < 4 * m0.std(ddof=1) / 2 + 1 / math.sqrt(1000)

@@ -1,4 +1,4 @@
-"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.linear_gd_limit) against the simulator and
+"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.dynamics.linear_gd_limit) against the simulator and
 the DMFT: an outside check of the solver, and of its error bars (issue: honest defaults, the reported standard error
 must cover the finite-path bias)."""
 import numpy as np

@@ -20,7 +20,7 @@ def loss_of_r(net, r, y):
 
 def setup_case(act, loss, m, a, b, seed, N):
     """A network and N random (r, y) points (labels +-1 for the logistic loss)."""
-    net = tk.Network(act, loss, m, a=a, b=b)
+    net = tk.symbolic.Network(act, loss, m, a=a, b=b)
     rng = np.random.default_rng(seed)
     r = rng.standard_normal((N, m))
     y = rng.choice([-1.0, 1.0], N) if loss == "logistic" else rng.standard_normal(N) ** 2
@@ -58,7 +58,7 @@ def test_relu_second_derivative_is_distributional():
     act = tk.activation("relu")
     assert act.d2_distribution.has(sp.DiracDelta) and act.d2_expr == 0
     assert "DiracDelta" in act.note and "almost surely" in act.note
-    net = tk.Network("relu", "square", 2)
+    net = tk.symbolic.Network("relu", "square", 2)
     d = net.evaluate(np.array([[0.3, -0.2]]), np.array([1.0]))
     assert np.all(d.curv == 0)
     assert tk.activation("gelu").note == ""
@@ -66,13 +66,13 @@ def test_relu_second_derivative_is_distributional():
 
 def test_bad_inputs():
     with pytest.raises(tk.TheorykitError, match="entries but the width"):
-        tk.Network("gelu", "square", 2, a="1,2,3")
+        tk.symbolic.Network("gelu", "square", 2, a="1,2,3")
     with pytest.raises(tk.TheorykitError, match="not a number"):
-        tk.Network("gelu", "square", 2, a="1,foo")
+        tk.symbolic.Network("gelu", "square", 2, a="1,foo")
     with pytest.raises(tk.TheorykitError, match="width"):
-        tk.Network("gelu", "square", 0)
+        tk.symbolic.Network("gelu", "square", 0)
     with pytest.raises(tk.TheorykitError, match="expected r of shape"):
-        tk.Network("gelu", "square", 2).evaluate(np.zeros((3, 3)), np.zeros(3))
+        tk.symbolic.Network("gelu", "square", 2).evaluate(np.zeros((3, 3)), np.zeros(3))
 
 
 @pytest.mark.parametrize("a,exact", [
@@ -83,10 +83,10 @@ def test_bad_inputs():
 @pytest.mark.parametrize("m", [1, 3])
 def test_scalar_a_b_broadcast(a, exact, m):
     """A single number is accepted wherever a vector is, at any width (broadcast), and equals the explicit vector."""
-    net = tk.Network("gelu", "square", m, a=a, b=a)
+    net = tk.symbolic.Network("gelu", "square", m, a=a, b=a)
     assert net.a_sym == (exact,) * m and net.b_sym == (exact,) * m
     np.testing.assert_array_equal(net.a, np.full(m, float(exact)))
-    ref = tk.Network("gelu", "square", m, a=[exact] * m, b=[exact] * m)
+    ref = tk.symbolic.Network("gelu", "square", m, a=[exact] * m, b=[exact] * m)
     r = np.random.default_rng(0).standard_normal((4, m))
     y = np.array([0.5, 1.0, 2.0, 0.0])
     np.testing.assert_array_equal(net.evaluate(r, y).D, ref.evaluate(r, y).D)
@@ -96,7 +96,7 @@ def test_length_one_vector_forms_agree():
     """a = 1, [1], (1,), np.array([1.]), "1" all give the same network, broadcast to every unit."""
     for m in (1, 3):
         for a in (1, 1.0, [1], (1,), np.array([1.0]), "1", sp.Integer(1)):
-            assert tk.Network("gelu", "square", m, a=a).a_sym == (1,) * m
+            assert tk.symbolic.Network("gelu", "square", m, a=a).a_sym == (1,) * m
 
 
 @pytest.mark.parametrize("a,needle", [
@@ -117,5 +117,5 @@ def test_length_one_vector_forms_agree():
 ])
 def test_bad_vectors_one_line_error(a, needle):
     with pytest.raises(tk.TheorykitError) as e:
-        tk.Network("gelu", "square", 2, a=a)
+        tk.symbolic.Network("gelu", "square", 2, a=a)
     assert needle in str(e.value) and "\n" not in str(e.value)

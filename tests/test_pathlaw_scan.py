@@ -40,7 +40,7 @@ def test_scan_freezes_choices_and_unites_the_excluded_paths():
     # sigma = x^2, eta = 0.05: the outer Gauss-Hermite nodes are single-path unstable at delta = 3 but not all of them
     # at delta = 4, 5; the scan excludes the union everywhere, so every solve sees the same paths
     pr = tk.Problem("quad", "phase-retrieval", delta=4.0, eta=0.05, steps=40)
-    rs = tk.dmft_scan(pr, [3.0, 4.0, 5.0], paths=8192, replicas=2, processes=1)
+    rs = tk.dynamics.dmft_scan(pr, [3.0, 4.0, 5.0], paths=8192, replicas=2, processes=1)
     masks = [np.concatenate(r.excluded_masks) for r in rs]
     assert masks[0].any() and all(np.array_equal(m, masks[0]) for m in masks)
     assert rs[0].settings["scan"]["resolved_again_with_the_union"] == [4.0, 5.0]
@@ -57,7 +57,7 @@ def test_scan_outputs_are_smooth_in_delta():
     # common random numbers: over a step of 0.005 in delta the second difference is O(step^2), far below the replicas'
     # standard error (independent solves would scatter by ~2.5 standard errors)
     pr = tk.Problem("tanh", "z+z**2/2", delta=2.0, eta=1.0, steps=10)
-    rs = tk.dmft_scan(pr, [2.0, 2.005, 2.01], paths=4096, replicas=2, processes=1)
+    rs = tk.dynamics.dmft_scan(pr, [2.0, 2.005, 2.01], paths=4096, replicas=2, processes=1)
     g = np.array([r.test_loss[-1] for r in rs])
     se = rs[1].stderr["test_loss"][-1]
     assert abs(g[0] - 2 * g[1] + g[2]) < 0.01 * se
@@ -67,7 +67,7 @@ def test_scan_bad_deltas():
     pr = tk.Problem("tanh", "z", delta=2.0, eta=1.0, steps=2)
     for bad in ([], [2.0, 2.0], [-1.0], "x"):
         with pytest.raises(tk.TheorykitError):
-            tk.dmft_scan(pr, bad, paths=256, replicas=2)
+            tk.dynamics.dmft_scan(pr, bad, paths=256, replicas=2)
 
 
 @pytest.mark.parametrize("activation, link, loss, width, sampler", [
@@ -118,6 +118,6 @@ def test_delta_star_refinements_are_the_scan_margin():
     assert t2.t == 2 and len(t2.tried) == len(grid) + 1 + 0
     c, mc = t2.tried[len(grid)]  # the refinement, solved to t = 2
     assert c not in grid and np.isfinite(mc)
-    full = tk.dmft_scan(pr, grid + [c], bias_check=False, keep_law_at=[2, 6], hard_process=False, **opts)
+    full = tk.dynamics.dmft_scan(pr, grid + [c], bias_check=False, keep_law_at=[2, 6], hard_process=False, **opts)
     assert hessian_prediction(law_at(full[-1], 2)).margin == pytest.approx(mc, abs=1e-12)
     assert grid[0] < t2.value < grid[-1] and t2.bracket[0] <= t2.value <= t2.bracket[1]

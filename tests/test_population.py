@@ -29,7 +29,7 @@ def test_linear_network_closed_form():
     # E = ((1 - M a / m)^2 + a^T C a / m^2 + s^2) / 2
     a = np.array([1.0, 2.0, -0.5])
     m = 3
-    net = tk.Network("linear", "square", m, a="1,2,-0.5")
+    net = tk.symbolic.Network("linear", "square", m, a="1,2,-0.5")
     M = np.array([[0.4, -0.3, 0.8]])
     B = np.random.default_rng(0).standard_normal((3, 3))
     C = B @ B.T / 3
@@ -52,7 +52,7 @@ def test_linear_network_closed_form():
 def test_polynomial_exact_tier_beyond_four_variables():
     # quad activation, square loss, staircase link: degree-4 integrand over z1, z2 and 3 directions of g (D = 5):
     # 3 nodes per axis are exact, so more nodes change nothing; Monte Carlo agrees
-    net = tk.Network("quad", "square", 3, a="1,-1,0.5", b="0,0.3,0")
+    net = tk.symbolic.Network("quad", "square", 3, a="1,-1,0.5", b="0,0.3,0")
     M = np.array([[0.5, 0.1, -0.2], [0.3, 0.6, 0.0]])
     C = np.diag([0.5, 0.2, 0.3]) + 0.05
     e = population_loss(net, "staircase", M, C)
@@ -66,7 +66,7 @@ def test_polynomial_exact_tier_beyond_four_variables():
 
 def test_quadrature_matches_mpmath_in_one_dimension():
     # C = 0, k = 1, noiseless: a 1-d integral over z, checked with mpmath from the SymPy expressions
-    net = tk.Network("gelu", "square", 2, a="1,-2")
+    net = tk.symbolic.Network("gelu", "square", 2, a="1,-2")
     M = np.array([[0.9, -0.4]])
     lk = tk.link("phase-retrieval")
     z = cv.Z
@@ -83,7 +83,7 @@ def test_quadrature_matches_mpmath_in_one_dimension():
 
 def test_quadrature_error_estimate_is_honest_for_a_kink():
     # relu link: a kink at z = 0, so Gauss-Hermite converges slowly; the reported error must cover the truth
-    net = tk.Network("tanh", "square", 1)
+    net = tk.symbolic.Network("tanh", "square", 1)
     lk = tk.link("relu")
     M = np.array([[0.7]])
     expr = net.loss_expr.subs({net.r[0]: 0.7 * cv.Z, cv.Y: lk.expr})
@@ -100,7 +100,7 @@ def test_quadrature_error_estimate_is_honest_for_a_kink():
 @pytest.mark.parametrize("act,loss,link", [("gelu", "logistic", "sign-symmetric"), ("tanh", "huber", "abs"),
                                            ("relu", "square", "noisy-phase-retrieval")])
 def test_quadrature_agrees_with_monte_carlo(act, loss, link):
-    net = tk.Network(act, loss, 2, a="1,-1" if loss == "logistic" else None)
+    net = tk.symbolic.Network(act, loss, 2, a="1,-1" if loss == "logistic" else None)
     M = np.array([[0.8, 0.3]])
     C = np.array([[0.5, 0.2], [0.2, 0.4]])
     e = population_loss(net, link, M, C)
@@ -110,7 +110,7 @@ def test_quadrature_agrees_with_monte_carlo(act, loss, link):
 
 
 def test_monte_carlo_tier_beyond_four_variables():
-    net = tk.Network("gelu", "logistic", 3, a="1,-1,1")
+    net = tk.symbolic.Network("gelu", "logistic", 3, a="1,-1,1")
     M = np.array([[0.5, 0.1, -0.2], [0.3, 0.6, 0.0]])
     C = np.diag([0.5, 0.2, 0.3])
     e = population_loss(net, "product", M, C, samples=100_000, seed=3)
@@ -125,7 +125,7 @@ def test_monte_carlo_tier_beyond_four_variables():
 
 
 def test_population_loss_class_reuses_rules_and_matches_function():
-    net = tk.Network("tanh", "square", 2)
+    net = tk.symbolic.Network("tanh", "square", 2)
     pl = PopulationLoss(net, "easy-quadratic", order={3: 10})
     Ms = np.array([[[0.1, 0.2]], [[0.5, -0.1]], [[0.9, 0.4]]])
     Cs = np.array([np.eye(2) * v for v in (1.0, 0.5, 0.1)])
@@ -137,7 +137,7 @@ def test_population_loss_class_reuses_rules_and_matches_function():
 
 
 def test_rounding_level_negative_eigenvalues_are_clamped():
-    net = tk.Network("tanh", "square", 2)
+    net = tk.symbolic.Network("tanh", "square", 2)
     theta = np.random.default_rng(4).standard_normal((5, 2))
     M = theta[:1]
     C = theta.T @ theta - M.T @ M  # = theta[1:]^T theta[1:] up to rounding
@@ -158,14 +158,14 @@ def test_rounding_level_negative_eigenvalues_are_clamped():
     lambda net: population_loss(net, "not a link ((", np.zeros((1, 2)), np.eye(2)),
 ])
 def test_bad_inputs_raise_one_line_errors(bad):
-    net = tk.Network("gelu", "square", 2)
+    net = tk.symbolic.Network("gelu", "square", 2)
     with pytest.raises(TheorykitError) as err:
         bad(net)
     assert "\n" not in str(err.value)
 
 
 def test_exported():
-    assert tk.population_loss is population_loss and "population_loss" in tk.__all__
+    assert tk.population.population_loss is population_loss and "population_loss" in tk.population.__all__
 
 
 def test_a_link_that_jumps_is_integrated_between_its_breakpoints():
@@ -179,7 +179,7 @@ def test_a_link_that_jumps_is_integrated_between_its_breakpoints():
     import theorykit as tk
     from theorykit.population import population_loss
 
-    net = tk.Network("gelu", "logistic", 1)
+    net = tk.symbolic.Network("gelu", "logistic", 1)
     M, C = 0.35, 0.8
     got = population_loss(net, "sign-symmetric", [[M]], [[C]])
     xi, wx = np.polynomial.hermite_e.hermegauss(120)

@@ -101,7 +101,7 @@ def test_derived_objects():
     assert p.k == 1 and p.m == 3 and p.n_steps == 10
     assert p.etas.tolist() == [0.5] * 10
     net = p.network
-    assert isinstance(net, tk.Network) and net.m == 3 and net.a.tolist() == [1.0, -1.0, 2.0]
+    assert isinstance(net, tk.symbolic.Network) and net.m == 3 and net.a.tolist() == [1.0, -1.0, 2.0]
     assert net.b.tolist() == [0.5, 0.5, 0.5] and p.network is net
     q = base(eta=None, steps=None, schedule=[0.1, 0.2, 0.4])
     assert q.n_steps == 3 and q.etas.tolist() == [0.1, 0.2, 0.4] and q.eta is None and q.steps is None

@@ -15,7 +15,7 @@ from theorykit.errors import TheorykitError
                                           ("gelu", "square", False), ("quad", "square", False),
                                           ("tanh", "logistic", False), ("relu", "-(y-yhat)**2", False)])
 def test_hessian_psd(act, loss, psd):
-    assert tk.Network(act, loss, 2).hessian_psd is psd
+    assert tk.symbolic.Network(act, loss, 2).hessian_psd is psd
 
 
 def test_psd_claim_against_the_finite_d_hessian():

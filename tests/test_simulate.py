@@ -29,7 +29,7 @@ def _fd_gradient(net, X, y, theta, ridge, h=1e-5):
 def test_gradient_matches_finite_differences(act, loss, a, b, ridge):
     rng = np.random.default_rng(1)
     d, n, m = 7, 40, 3
-    net = tk.Network(act, loss, m, a=a, b=b)
+    net = tk.symbolic.Network(act, loss, m, a=a, b=b)
     X = rng.standard_normal((n, d))
     y = X[:, 0] + X[:, 1] ** 2
     theta = rng.standard_normal((d, m))
@@ -49,7 +49,7 @@ def test_first_step_and_documented_draw_order():
     X = rng.standard_normal((n, d))
     eps = rng.standard_normal(n)
     y = X[:, 0] ** 2 + 0.5 * eps
-    net = tk.Network("gelu", "square", m)
+    net = tk.symbolic.Network("gelu", "square", m)
     theta1 = theta0 - eta * risk_gradient(net, X, y, theta0, ridge)
     assert np.allclose(res.M[0], theta0[:1], rtol=0, atol=1e-14)
     assert np.allclose(res.M[1], theta1[:1], rtol=1e-12, atol=1e-14)
@@ -148,7 +148,7 @@ def test_hessian_checkpoints_match_dense_hessian():
     theta0 = rng.standard_normal((d, m)) / math.sqrt(d)
     X = rng.standard_normal((n, d))
     y = X[:, 0] ** 2
-    net = tk.Network("gelu", "square", m)
+    net = tk.symbolic.Network("gelu", "square", m)
     H = np.zeros((d * m, d * m))
     h = 1e-5
     for i in range(d * m):
@@ -186,7 +186,7 @@ def test_cli_json_keys(capsys):
     X = rng.standard_normal((80, 40))
     np.testing.assert_allclose(out["M"][0], theta0[:1], rtol=0, atol=1e-15)
     np.testing.assert_allclose(out["gram"][0], theta0.T @ theta0, rtol=1e-13)
-    net = tk.Network("gelu", "square", 2)
+    net = tk.symbolic.Network("gelu", "square", 2)
     assert out["train_loss"][0] == pytest.approx(empirical_risk(net, X, X[:, 0] ** 2, theta0, 0.0), rel=1e-12)
     # measured: the train loss falls 0.906 -> 0.618 in 3 steps, the overlap stays small (no success, no escape)
     assert out["train_loss"][3] < 0.7 * out["train_loss"][0]
@@ -238,7 +238,7 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
     assert pop.shape == err.shape == res.test_loss.shape == (9,)
     assert np.all(np.isfinite(pop)) and np.all(err < 1e-2)
     assert res.method["population_test_loss"]["max_error"] == pytest.approx(err.max())
-    net, lk = tk.Network("tanh", "square", width), tk.link(link)
+    net, lk = tk.symbolic.Network("tanh", "square", width), tk.link(link)
     rng = np.random.default_rng(seed)
     theta0 = rng.standard_normal((d, width)) / math.sqrt(d)
     for t, theta in ((0, theta0), (8, res.theta)):
@@ -266,7 +266,7 @@ def test_population_test_loss_exact_for_polynomial_network():
     assert "exact for polynomials" in method
     # independent check at t = 0 with the population_loss front door
     M, gram = res.M[0], res.gram[0]
-    e = tk.population_loss(tk.Network("quad", "square", 2), "phase-retrieval", M, gram - M.T @ M)
+    e = tk.population.population_loss(tk.symbolic.Network("quad", "square", 2), "phase-retrieval", M, gram - M.T @ M)
     assert e.value == pytest.approx(res.population_test_loss[0], rel=1e-12)
 
 

@@ -115,7 +115,7 @@ def test_core_on_an_empirical_law_and_hessian_mapping():
     rng = np.random.default_rng(3)
     z = rng.standard_normal(200_000)
     y = z ** 2
-    T = theorykit.preprocessing(BOUNDARY_T)
+    T = theorykit.symbolic.preprocessing(BOUNDARY_T)
     Z = T(y, 3.0)
     w = np.full(len(z), 1 / len(z))
     emp = S.outlier(S.SpectralLaw.from_arrays(w, Z, z ** 2, tau=1.0), 3.0)
@@ -196,17 +196,17 @@ def test_cli_json(capsys):
 
 
 def test_spectral_core_is_public_and_matches_closed_form():
-    """SpectralLaw, outlier and bulk_edge from the top-level package, on a one-atom law Z = c, V = v, where
+    """SpectralLaw, outlier and bulk_edge from theorykit.spectra, on a one-atom law Z = c, V = v, where
     psi(lam) = lam (1/delta + c/(lam - c)): lam_bar = c (1 + sqrt(delta)), edge psi(lam_bar) = c (1 + sqrt(delta))^2
     / delta (Marchenko-Pastur), margin sqrt(delta) (v - 1) - 1, lam* = c (1 + delta (v - 1)),
     top = lam* v / (delta (v - 1)), overlap2 = (delta (v-1)^2 - 1) / (delta (v-1)^2 - 1 + v)."""
     for name in ("SpectralLaw", "SpectralPrediction", "spectral_law", "outlier", "bulk_edge"):
-        assert name in theorykit.__all__ and getattr(theorykit, name) is getattr(S, name)
+        assert name in theorykit.spectra.__all__ and getattr(theorykit.spectra, name) is getattr(S, name)
     c, v, delta = 1.5, 3.0, 2.0
-    law = theorykit.SpectralLaw.from_arrays([1.0], [c], [v])
-    lam_bar, case = theorykit.bulk_edge(law, delta)
+    law = theorykit.spectra.SpectralLaw.from_arrays([1.0], [c], [v])
+    lam_bar, case = theorykit.spectra.bulk_edge(law, delta)
     assert case == "interior" and lam_bar == pytest.approx(c * (1 + math.sqrt(delta)), rel=1e-12)
-    p = theorykit.outlier(law, delta)
+    p = theorykit.spectra.outlier(law, delta)
     lam_star = c * (1 + delta * (v - 1))
     assert p.bulk_edge == pytest.approx(c * (1 + math.sqrt(delta)) ** 2 / delta, rel=1e-12)
     assert p.margin == pytest.approx(math.sqrt(delta) * (v - 1) - 1, rel=1e-12)
@@ -215,11 +215,11 @@ def test_spectral_core_is_public_and_matches_closed_form():
     q = delta * (v - 1) ** 2 - 1
     assert p.overlap2 == pytest.approx(q / (q + v), rel=1e-12)
     # below the threshold sqrt(delta) (v - 1) = 1 there is no outlier: the top is the bulk edge
-    p0 = theorykit.outlier(theorykit.SpectralLaw.from_arrays([1.0], [c], [1.5]), delta)
+    p0 = theorykit.spectra.outlier(theorykit.spectra.SpectralLaw.from_arrays([1.0], [c], [1.5]), delta)
     assert not p0.has_outlier and p0.overlap2 == 0 and p0.top_eigenvalue == pytest.approx(p.bulk_edge, rel=1e-12)
     # the law built from (link, T, delta) goes through the same core
-    law_pr = theorykit.spectral_law(PR, OPTIMAL, 2.0)
-    assert theorykit.outlier(law_pr, 2.0) == theorykit.spectral_prediction(PR, OPTIMAL, 2.0)
+    law_pr = theorykit.spectra.spectral_law(PR, OPTIMAL, 2.0)
+    assert theorykit.spectra.outlier(law_pr, 2.0) == theorykit.spectra.spectral_prediction(PR, OPTIMAL, 2.0)
 
 
 def test_cli_bad_input(capsys):

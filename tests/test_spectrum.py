@@ -20,7 +20,7 @@ def make(case, d=20, delta=3.0, seed=0, theta=None):
     X = rng.standard_normal((n, d))
     z = X[:, 0]
     y = np.sign(np.abs(z) - 0.6745) if label == "sign" else z ** 2
-    net = tk.Network(act, loss, m, a=a)
+    net = tk.symbolic.Network(act, loss, m, a=a)
     if theta is None:
         theta = rng.standard_normal((d, m)) / np.sqrt(d)
     return X, y, net, theta
@@ -144,7 +144,7 @@ def test_bad_inputs_raise_one_line_errors():
         with pytest.raises(TheorykitError) as err:
             f()
         assert "\n" not in str(err.value)
-    big = tk.Network("gelu", "square", 2).evaluate(np.zeros((1, 2)), np.zeros(1))
+    big = tk.symbolic.Network("gelu", "square", 2).evaluate(np.zeros((1, 2)), np.zeros(1))
     with pytest.raises(TheorykitError, match="6000"):
         dense_hessian(np.zeros((1, 3001)), big)
 
@@ -210,7 +210,7 @@ def test_spike_start_picks_the_lowest_single_sample_spikes(m):
 
     rng = np.random.default_rng(16)
     X = rng.standard_normal((50, 7))
-    net = tk.Network("gelu", "square", m)
+    net = tk.symbolic.Network("gelu", "square", m)
     der = net.evaluate(X @ (rng.standard_normal((7, m)) / 2), X[:, 0] ** 2)
     op = sp._Operator(X, der, 0.0, False)
     S = op.spike_start(4)

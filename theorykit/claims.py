@@ -204,7 +204,7 @@ def _expectation(activation, of, variance, time_limit, wall_limit) -> tuple:
             raise TheorykitError(f"variance must be a number > 0 or 'q' (symbolic), got {variance!r}")
     smooth, terms = _dirac_terms(g)
     with wall_clock_limit(wall_limit, "the expectation"):
-        e = expectation(smooth.subs(cv.X, sp.sqrt(q) * cv.X), [cv.X], time_limit=time_limit)
+        e = expectation(smooth, [cv.X], time_limit=time_limit, variance=q)
         dirac = sp.Add(*[_dirac_expectation(cf, arg, j, q) for cf, arg, j in terms])
     quantity = f"E[{of}] for sigma(x) = {act.expr}, x ~ N(0, {q})"
     comp = _from_expectation(e, symbols)

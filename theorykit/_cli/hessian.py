@@ -67,10 +67,9 @@ def _check_simulation(problem, d: int):
 
 
 def run(args) -> dict:
-    from ..dynamics import dmft
     from ..errors import TheorykitError
-    from ..spectra.hessian import hessian_density, hessian_prediction, single_sample_spikes
-    from ..thresholds import law_at
+    from ..spectra.hessian import hessian_density, single_sample_spikes
+    from ..thresholds import hessian
 
     t0 = time.perf_counter()
     check_args(args)
@@ -80,13 +79,8 @@ def run(args) -> dict:
     if d is not None:
         _check_simulation(problem, d)
     progress = bool(args.progress)
-    res = dmft(problem, keep_law_at=[t], bias_check=False, paths=args.paths, replicas=args.replicas,
-               seed=args.seed, progress=progress)
-    if res.laws is None or t not in res.laws:
-        hint = (res.diverged_at or {}).get("hint", "")
-        raise TheorykitError(f"the DMFT did not reach t = {t} (status {res.status}){': ' + hint if hint else ''}")
-    law = law_at(res, t, d=d)
-    pred = hessian_prediction(law)
+    h = hessian(problem, t, d=d, paths=args.paths, replicas=args.replicas, seed=args.seed, progress=progress)
+    law, pred, res = h.law, h.prediction, h.dmft
     notes = list(pred.notes)
     try:
         lam, rho = hessian_density(law, points=args.points)

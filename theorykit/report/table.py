@@ -33,6 +33,7 @@ from typing import Optional
 
 import pandas as pd
 
+from .. import defaults
 from ..errors import TheorykitError
 from ..problem import Problem
 
@@ -116,12 +117,12 @@ def parse_eta(text, activations) -> dict:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class TableOptions:
     """Numeric options shared by the cells (part of every cell's cache key)."""
 
-    paths: int = 16384
-    replicas: int = 4
+    paths: int = defaults.THRESHOLD_PATHS
+    replicas: int = defaults.THRESHOLD_REPLICAS
     seeds: int = 16
     deltas: tuple = (4.0, 6.0, 8.0, 10.0, 12.0, 16.0)
     delta_range: tuple = (1.0, 40.0)
@@ -228,6 +229,44 @@ COMPUTE = {"delta_alg": _delta_alg, "delta_star": _delta_star, "delta_nn": _delt
 # ------------------------------------------------------------------------------------------------ the table
 def settings_grid(activations, losses, widths, links) -> list:
     return [(a, lo, w, lk) for lk in links for a in activations for lo in losses for w in widths]
+
+
+def table(activations, links, columns=DEFAULT_COLUMNS, *, losses=("square",), widths=(1,), eta=1.0,
+          cache: Optional[str] = None, progress: bool = False, **options) -> pd.DataFrame:
+    """One row per setting (activation x loss x width x link), one group of entries per column: what ``theorykit
+    table`` prints, as a DataFrame (see :func:`build` for the entries).
+
+    Parameters
+    ----------
+    activations, links : lists of presets or expressions (a single string is one setting).
+    columns : "delta_alg,delta_star@t=50,finite_d@d=400:T=100,sim@d=400:T=100,delta_nn@T=400" or a list of names
+        (module docstring: what each kind computes).
+    losses, widths : the other axes of the grid.
+    eta : a step size for every activation, or {activation: eta}.
+    cache : a folder where finished cells are kept and read back (keyed by the Problem, the column and the options).
+    options : :class:`TableOptions` fields (paths, replicas, seeds, deltas, delta_range, processes).
+
+    Examples
+    --------
+    >>> from theorykit import table
+    >>> df = table("gelu", "phase-retrieval", "delta_alg")
+    >>> float(df["delta_alg"][0])
+    0.5
+    """
+    acts = [activations] if isinstance(activations, str) else list(activations)
+    lks = [links] if isinstance(links, str) else list(links)
+    cols = parse_columns(columns if isinstance(columns, str) else ",".join(columns))
+    steps = eta if isinstance(eta, dict) else {a: float(eta) for a in acts}
+    unknown = set(steps) - set(acts)
+    if unknown:
+        raise TheorykitError(f"eta names {sorted(unknown)}, which are not among the activations")
+    try:
+        opt = TableOptions(**options)
+    except TypeError as e:
+        raise TheorykitError(f"table: unknown option ({e}); options are {', '.join(TableOptions.__dataclass_fields__)}") \
+            from None
+    return build(acts, list(losses), [int(w) for w in widths], lks, cols, {a: steps.get(a, 1.0) for a in acts}, opt,
+                 cache, progress=progress)
 
 
 def build(activations, losses, widths, links, columns, eta, options: TableOptions, cache: Optional[str],

@@ -27,6 +27,20 @@ _FUNCTIONS = {
     "sigmoid": (fn.sigmoid, (1,)), "softplus": (fn.softplus, (1,)),
     "Phi": (fn.Phi, (1,)), "phi": (fn.phi, (1,)), "relu": (fn.relu, (1,)),
 }
+
+
+
+def _preset_functions() -> dict:
+    """Every activation preset as a function inside expressions (``gelu(x) + x**2/4``, ``quad(2*x)``): the preset's
+    sigma with x replaced by the argument."""
+    from .. import conventions as cv
+    from .presets import ACTIVATIONS
+
+    return {name: ((lambda e: lambda u: e.xreplace({cv.X: u}))(make()), (1,))
+            for name, make in ACTIVATIONS.items() if name.isidentifier() and name not in _FUNCTIONS}
+
+
+_FUNCTIONS.update(_preset_functions())
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
 _MAX_LEN = 2000
 _MAX_POW = 64

@@ -18,7 +18,8 @@ import sympy as sp
 from .. import conventions as cv
 from .._checks import check_number
 from ..errors import TheorykitError
-from .ingredients import DELTA, Link, Preprocessing, lambdify_safe, link as make_link, \
+from .lambdify import lambdify_safe
+from .ingredients import DELTA, Link, Preprocessing, link as make_link, \
     preprocessing as make_preprocessing
 
 __all__ = ["check_preprocessing", "check_poles", "support"]

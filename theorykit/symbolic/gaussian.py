@@ -30,6 +30,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from .. import conventions as cv
 from ..errors import TheorykitError, TimeLimitError
 from ..rules import gauss_hermite
 from . import functions as fn
@@ -506,15 +507,50 @@ def _is_odd(expr: sp.Expr, variables) -> bool:
         return False
 
 
-def expectation(expr, variables: Sequence[sp.Symbol], time_limit: float = 3.0,
-                allow_sympy: bool = True, seed: int = 0, wall_limit: Optional[float] = None) -> Expectation:
+def expectation(expr, variables: Optional[Sequence[sp.Symbol]] = None, time_limit: float = 3.0,
+                allow_sympy: bool = True, seed: int = 0, wall_limit: Optional[float] = None, *,
+                variance=1) -> Expectation:
     """E[expr] over independent N(0, 1) ``variables``, by the first tier that succeeds.
 
-    The closed-form engine is tried first, then (one variable, ``allow_sympy``) ``sympy.integrate`` under
-    ``time_limit`` seconds, then quadrature (or Monte Carlo beyond three variables).  All of it runs under
-    ``wall_limit`` seconds of wall-clock time (default :func:`default_wall_limit`); past it a one-line
-    :class:`~theorykit.errors.TimeLimitError`.
+    Parameters
+    ----------
+    expr : a SymPy expression, or (without ``variables``) an activation: a preset name or an expression in x.
+    variables : the Gaussian variables (default: x alone).
+    variance : with one variable x, E[g(sqrt(q) G)] for G ~ N(0, 1): a number q > 0, or ``"q"`` (or the symbol
+        :data:`theorykit.conventions.Q`) for a symbolic q > 0, in which the result is a function of q.
+    time_limit, allow_sympy, seed, wall_limit : the closed-form engine is tried first, then (one variable,
+        ``allow_sympy``) ``sympy.integrate`` under ``time_limit`` seconds, then quadrature (or Monte Carlo beyond
+        three variables).  All of it runs under ``wall_limit`` seconds of wall-clock time (default
+        :func:`default_wall_limit`); past it a one-line :class:`~theorykit.errors.TimeLimitError`.
+
+    Returns
+    -------
+    Expectation : exact (SymPy, or None), value, error, tier and method.
+
+    Examples
+    --------
+    >>> from theorykit.symbolic import expectation
+    >>> expectation("x**2", variance="q").exact
+    q
     """
+    if variables is None:
+        if not isinstance(expr, sp.Basic):
+            from .ingredients import activation as make_activation
+
+            expr = make_activation(expr).expr
+        variables = [cv.X]
+    if not (isinstance(variance, (int, float)) and not isinstance(variance, bool) and variance == 1):
+        from .._checks import check_number
+
+        if len(variables) != 1:
+            raise TheorykitError("variance= scales one Gaussian variable: give one variable")
+        if isinstance(variance, sp.Basic) and variance.is_positive:  # a SymPy number or a positive symbol, as is
+            q = variance
+        elif isinstance(variance, str) and variance.strip() == "q":
+            q = cv.Q
+        else:
+            q = sp.nsimplify(check_number("variance", variance, lambda v: v > 0, "> 0"))
+        expr = sp.sympify(expr).subs(variables[0], sp.sqrt(q) * variables[0])
     limit = default_wall_limit() if wall_limit is None else check_seconds("wall_limit", wall_limit)
     time_limit = check_seconds("time_limit", time_limit, allow_zero=True)
     with wall_clock_limit(limit, f"E[{_short(expr)}]"):

@@ -14,7 +14,7 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from .gaussian import Expectation, expectation
+from .gaussian import expectation
 from .ingredients import Activation, activation as make_activation
 
 
@@ -66,13 +66,3 @@ def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0,
         e = expectation(act.expr * cv.hermite_he(k), [cv.X], time_limit=time_limit, wall_limit=wall_limit)
         coeffs.append(HermiteCoefficient(k, e.exact, float(e.value), e.tier, e.error, e.method))
     return HermiteExpansion(act, tuple(coeffs))
-
-
-def gaussian_expectation(expr, variance=None, time_limit: float = 3.0) -> Expectation:
-    """E[g(sqrt(q) G)] for g an expression in x; ``variance`` a number or None for a symbolic q > 0.
-
-    Example: E[sigma'(sqrt(q) G)^2] for GeLU closes (it has an arcsine) and is returned as a function of q.
-    """
-    g = expr if isinstance(expr, sp.Expr) else make_activation(expr).expr
-    q = cv.Q if variance is None else sp.nsimplify(variance)
-    return expectation(g.subs(cv.X, sp.sqrt(q) * cv.X), [cv.X], time_limit=time_limit)

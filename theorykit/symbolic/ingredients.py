@@ -24,65 +24,8 @@ from .. import conventions as cv
 from ..errors import ParseError, TheorykitError
 from . import functions as fn
 from ._parse import parse_expression
-
-NUMPY = [fn.NUMPY_MODULE, "scipy", "numpy"]
-
-
-class _Compiled:
-    """A lambdified NumPy function (see :func:`lambdify_safe`).  It pickles as its SymPy expression and is compiled
-    again on first use: the DMFT runs its replicas in worker processes, and lambdify's generated functions do not
-    pickle."""
-
-    def __init__(self, args, expr, name: str):
-        self.args, self.expr, self.__name__ = tuple(args), expr, name
-        self.multi = isinstance(expr, (tuple, list))
-        self._f = None
-
-    def __getstate__(self):
-        return {**self.__dict__, "_f": None}
-
-    def compile(self) -> "_Compiled":
-        if self._f is None:
-            self._f = sp.lambdify(self.args, list(self.expr) if self.multi else [self.expr], modules=NUMPY, cse=True)
-        return self
-
-    def __call__(self, *vals):
-        self.compile()
-        vals = [np.asarray(v, dtype=float) for v in vals]
-        with np.errstate(all="ignore"):
-            outs = self._f(*vals)
-        shape = np.broadcast(*vals).shape if len(vals) > 1 else (vals[0].shape if vals else ())
-        outs = [np.broadcast_to(_real(o), shape) for o in outs]
-        return tuple(outs) if self.multi else outs[0]
-
-
-def _real(o) -> np.ndarray:
-    """A float array: a complex value (an expression with I in it, e.g. exp(500*I) or (-8)**(1/3)) is NaN where its
-    imaginary part is not round-off, so that callers' finiteness checks refuse it, never silently its real part."""
-    a = np.asarray(o)
-    if np.iscomplexobj(a):
-        with np.errstate(invalid="ignore"):
-            a = np.where(np.abs(a.imag) <= 1e-12 * np.maximum(1.0, np.abs(a.real)), a.real, np.nan)
-    return np.asarray(a, dtype=float)
-
-
-def lambdify_safe(args, expr, name: str) -> _Compiled:
-    """``lambdify`` to NumPy with common-subexpression elimination.
-
-    ``expr`` is one expression (the function returns one array) or a tuple of expressions (it returns a tuple of
-    arrays), each broadcast to the common shape of the inputs.  Piecewise expressions are lambdified to
-    ``numpy.select`` (every branch is evaluated): floating-point warnings from discarded branches are silenced;
-    callers check the results for NaN.  The result pickles (as its expression).
-    """
-    return _Compiled(args, expr, name).compile()  # compiled now: lambdify's own errors surface at definition
-
-
-def drop_dirac(expr: sp.Expr) -> tuple[sp.Expr, bool]:
-    """Remove DiracDelta terms (a derivative of a kink): returns (expr without them, whether any were there)."""
-    if not expr.has(sp.DiracDelta):
-        return expr, False
-    return sp.expand(expr).replace(sp.DiracDelta, lambda *a: sp.Integer(0)), True
-
+from .kinks import find_kinks, loss_derivative_jumps
+from .lambdify import drop_dirac, lambdify_safe
 
 @dataclass(frozen=True)
 class Activation:
@@ -137,8 +80,6 @@ class Activation:
     def kinks(self):
         """Where sigma' jumps: a :class:`theorykit.symbolic.kinks.Kinks` (points x_k, jumps J_k; sigma'' has the Dirac
         terms J_k delta(x - x_k)), found as in docs/theory.md §3.1."""
-        from .kinks import find_kinks
-
         return find_kinks(self.expr, cv.X)
 
     @property
@@ -156,11 +97,6 @@ class Activation:
     def __call__(self, u):
         """sigma(u), vectorised."""
         return self.numpy(u)[0]
-
-    def hermite(self, degree: int = 4, **kw):
-        from .hermite import hermite_coefficients
-
-        return hermite_coefficients(self, degree, **kw)
 
     def __str__(self):
         return f"{self.name}: sigma(x) = {self.expr}"
@@ -190,8 +126,6 @@ class Loss:
     def derivative_jumps(self) -> bool:
         """Whether l' jumps in yhat (hinge, absolute loss): then l'' has Dirac terms that the DMFT's equal-time
         response must keep (docs/theory.md §3.1)."""
-        from .kinks import loss_derivative_jumps
-
         return loss_derivative_jumps(self.expr, cv.Y, cv.YHAT)
 
     @cached_property

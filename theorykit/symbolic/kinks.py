@@ -24,6 +24,8 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
+from .lambdify import drop_dirac, lambdify_safe
+
 #: kinks are searched in [-X_RANGE, X_RANGE] (pre-activations beyond it have Gaussian weight < 1e-300 at unit scale)
 X_RANGE = 40.0
 #: grid step of the scans
@@ -67,7 +69,6 @@ def _arguments(expr: sp.Expr, var: sp.Symbol) -> list:
 
 
 def _zeros(g: sp.Expr, var: sp.Symbol, grid: np.ndarray) -> list:
-    from .ingredients import drop_dirac, lambdify_safe
 
     try:  # exact roots of a low-degree polynomial argument (max(0, x), abs(x - 1), ...)
         poly = sp.Poly(g, var)
@@ -94,7 +95,6 @@ def _limits(f, x: float, h: float):
 
 def find_kinks(expr: sp.Expr, var: sp.Symbol) -> Kinks:
     """Kinks and discontinuities of sigma(var) = expr on [-X_RANGE, X_RANGE] (see the module docstring)."""
-    from .ingredients import drop_dirac, lambdify_safe
 
     s0 = lambdify_safe([var], expr, "sigma")
     d1_expr = sp.diff(expr, var)

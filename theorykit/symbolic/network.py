@@ -21,7 +21,8 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from .ingredients import Activation, Loss, activation as make_activation, loss as make_loss, lambdify_safe
+from .ingredients import Activation, Loss, activation as make_activation, loss as make_loss
+from .lambdify import drop_dirac, lambdify_safe
 
 
 def _is_scalar(spec) -> bool:
@@ -198,7 +199,6 @@ class Network:
     @cached_property
     def D_expr(self) -> sp.Matrix:
         """D(r, y) = hess_r l(y, f(r)), m x m (DiracDelta terms from kinks dropped: they vanish a.s.)."""
-        from .ingredients import drop_dirac
 
         H = sp.hessian(self.loss_expr, self.r)
         return H.applyfunc(lambda e: drop_dirac(e)[0])

@@ -1,7 +1,7 @@
 """Thresholds (docs/theory.md §5): one module per question.
 
-* :mod:`.spectral` -- delta*(t), the smallest delta with a hard outlier below the Hessian's bulk at GD time t
-  (:func:`delta_star`), and delta_NN = lim delta*(t) with its convergence rule (:func:`delta_nn`);
+* :mod:`.spectral` -- the Hessian at GD time t (:func:`hessian`), delta*(t), the smallest delta with a hard outlier
+  below its bulk (:func:`delta_star`), and delta_NN = lim delta*(t) with its convergence rule (:func:`delta_nn`);
 * :mod:`.dynamical` -- delta_dyn, where the capture growth rate gamma(delta) = -d ln m*/dT changes sign
   (:func:`delta_dyn`); delta_NN where the Hessian is PSD;
 * :mod:`.capture` -- everything at a finite d: the capture threshold m*, its curve in t and growth rate, the one
@@ -13,11 +13,12 @@ from .capture import (FINITE_D_RAYS, CaptureCurve, FiniteD, NotCaptured, capture
                       capture_threshold, finite_d, growth_rate)
 from .dynamical import DeltaDyn, delta_dyn
 from .spectral import (NN_FIRST_T, NN_POINTS, THRESHOLD_DELTA_RANGE, THRESHOLD_DIRECT_FROM_T, THRESHOLD_POINTS,
-                       THRESHOLD_REFINE, DeltaNN, DeltaStar, delta_nn, delta_nn_from, delta_star, geometric_times,
-                       hessian_at, law_at, spectral_inapplicable)
+                       THRESHOLD_REFINE, DeltaNN, DeltaStar, HessianAt, delta_nn, delta_nn_from, delta_star,
+                       geometric_times, hessian, hessian_at, law_at, spectral_inapplicable)
 
 __all__ = ["DeltaStar", "DeltaNN", "DeltaDyn", "FiniteD", "CaptureCurve", "NotCaptured", "delta_star", "delta_nn",
            "delta_nn_from", "delta_dyn", "finite_d", "capture_threshold", "capture_curve", "growth_rate",
-           "capture_probabilities", "geometric_times", "law_at", "hessian_at", "spectral_inapplicable",
+           "capture_probabilities", "geometric_times", "hessian", "HessianAt", "law_at", "hessian_at",
+           "spectral_inapplicable",
            "THRESHOLD_PATHS", "THRESHOLD_REPLICAS", "THRESHOLD_REFINE", "THRESHOLD_POINTS", "THRESHOLD_DELTA_RANGE",
            "THRESHOLD_DIRECT_FROM_T", "NN_FIRST_T", "NN_POINTS", "FINITE_D_RAYS"]

@@ -29,8 +29,8 @@ from ..dynamics import dmft, dmft_scan
 from ..errors import TheorykitError
 from ..spectra.hessian import HessianLaw, hessian_prediction
 
-__all__ = ["DeltaNN", "DeltaStar", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian_at", "law_at",
-           "spectral_inapplicable"]
+__all__ = ["DeltaNN", "DeltaStar", "HessianAt", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian",
+           "hessian_at", "law_at", "spectral_inapplicable"]
 
 #: regula-falsi refinements per t after the grid
 THRESHOLD_REFINE = 2
@@ -109,6 +109,44 @@ def hessian_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = No
     """(HessianLaw, HessianPrediction) of a DMFT result at time t (see :func:`law_at`)."""
     law = law_at(result, t, d=d, n=n)
     return law, hessian_prediction(law)
+
+
+@dataclass(frozen=True)
+class HessianAt:
+    """The Hessian of the empirical risk at GD time t (:func:`hessian`): ``law`` (a
+    :class:`theorykit.spectra.HessianLaw`, truncated at its 1/n quantile when d or n was given), ``prediction`` (a
+    :class:`theorykit.spectra.HessianPrediction`: edge, hard outliers with their overlap^2, margin) and ``dmft``, the
+    DMFT result the law was read from."""
+
+    t: int
+    law: object
+    prediction: object
+    dmft: object
+
+
+def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None,
+            paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
+            seed: int = defaults.DMFT_SEED, progress: bool = False) -> HessianAt:
+    """The Hessian at GD time t for a :class:`theorykit.Problem` (docs/theory.md §4): the DMFT to t (its law of
+    (D, zeta) kept at t), the law truncated at n = delta d samples (or ``n``) when given, and the bulk edge and hard
+    outliers of H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I solved on it.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pr = tk.Problem("gelu", "sign-symmetric", "logistic", delta=9.0, eta=1.0, steps=10)
+    >>> h = tk.hessian(pr, 10, paths=4096, replicas=2)
+    >>> h.prediction.margin > 0      # a hard outlier below the bulk at delta = 9, t = 10
+    True
+    """
+    t = check_int("t", t, 0)
+    res = dmft(_to_steps(problem, t), keep_law_at=[t], bias_check=False, paths=paths, replicas=replicas, seed=seed,
+               progress=progress)
+    if res.laws is None or t not in res.laws:
+        hint = (res.diverged_at or {}).get("hint", "")
+        raise TheorykitError(f"the DMFT did not reach t = {t} (status {res.status}){': ' + hint if hint else ''}")
+    law, pred = hessian_at(res, t, d=d, n=n)
+    return HessianAt(t=t, law=law, prediction=pred, dmft=res)
 
 
 def spectral_inapplicable(problem) -> Optional[str]:
