@@ -27,7 +27,8 @@ import warnings
 import numpy as np
 
 import theorykit as tk
-from theorykit.referee.hessian import BLOCK_SIZE, _apply_block, dense_hessian, hessian_bottom
+from theorykit.referee.hessian import BLOCK_SIZE, block_product, dense_hessian, hessian_bottom
+from theorykit.report.writer import check_table_writable, now, regenerate_command, table_stem, write_table
 
 
 def problem(d: int, m: int, delta: float, seed: int):
@@ -48,11 +49,11 @@ def scipy_variants(X, der, k, tol, ref, say=print):
 
     def mv(v):
         count[0] += 1
-        return _apply_block(X, der, v.reshape(md, 1), 0.0)[:, 0]
+        return block_product(X, der, v.reshape(md, 1), 0.0)[:, 0]
 
     def mm(V):
         count[0] += V.shape[1]
-        return _apply_block(X, der, V, 0.0)
+        return block_product(X, der, V, 0.0)
 
     A = sla.LinearOperator((md, md), matvec=mv, matmat=mm, dtype=float)
     rows = []
@@ -89,8 +90,8 @@ def chfsi(X, der, k, tol, block=16, degree=8, seed=0):
 
     md = X.shape[1] * der.F.shape[1]
     rng = np.random.default_rng(seed)
-    with sp._row_parallel(None) as (pool, limiter):
-        op = sp._Operator(X, der, 0.0, True, pool, limiter)
+    with sp.row_parallel(None) as (pool, limiter):
+        op = sp.HessianOperator(X, der, 0.0, True, pool, limiter)
         A = lambda Q: op.apply(Q, single=True)  # noqa: E731
         th, _, rn, mv, scale = sp._block_lanczos(lambda Q: -A(Q), md, 1, 1e-30, 4, max_dim=40, max_matvecs=24,
                                                  rng=rng, rough=True)
@@ -128,8 +129,8 @@ def product_cost(X, der, b, repeats=5):
 
     md = X.shape[1] * der.F.shape[1]
     Q = np.random.default_rng(0).standard_normal((md, b))
-    with sp._row_parallel(None) as (pool, limiter):
-        op = sp._Operator(X, der, 0.0, True, pool, limiter)
+    with sp.row_parallel(None) as (pool, limiter):
+        op = sp.HessianOperator(X, der, 0.0, True, pool, limiter)
         ts = []
         for _ in range(repeats):
             t = time.perf_counter()
@@ -153,9 +154,14 @@ def main(argv=None):
     p.add_argument("--dense-repeats", type=int, default=1, help="eigh timings (about 12 s each)")
     p.add_argument("--compare", action="store_true", help="also time eigsh (SA, shifted LA), lobpcg and ChFSI")
     p.add_argument("--no-dense", action="store_true")
-    p.add_argument("--out", default="tables/lanczos_bench.md", help="markdown record of this run ('-': none)")
+    p.add_argument("--out", default="tables/lanczos_bench.md",
+                   help="the record of this run, .md and .csv (stem, or its .md file; '-': none)")
     args = p.parse_args(argv)
-    lines = []
+    lines, measured = [], {}  # the printed record, and the numbers it measures (quantity -> value)
+    stem = None if args.out == "-" else table_stem(args.out)
+    if stem:
+        check_table_writable(stem)
+    t0, started = time.perf_counter(), now()
 
     def say(*parts):
         text = " ".join(str(x) for x in parts)
@@ -163,23 +169,19 @@ def main(argv=None):
         lines.append(text)
 
     try:
-        _run(args, say)
+        _run(args, say, measured)
     finally:
-        if args.out != "-" and lines:
-            import platform
+        if stem and lines:
             import sys
 
-            cmd = "python benchmarks/bench_hessian.py" + ("" if argv is None and len(sys.argv) < 2 else
-                                                          " " + " ".join(sys.argv[1:] if argv is None else argv))
-            with open(args.out, "w") as f:
-                f.write(f"# Finite-d Hessian: Lanczos vs dense eigh\n\nMade by `{cmd}` on {platform.node()} "
-                        f"({os.cpu_count()} cores, Python {platform.python_version()}, NumPy {np.__version__}), "
-                        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.  Generated: regenerating it "
-                        "overwrites it; notes belong in `tables/lanczos_bench_notes.md`.\n\n```\n"
-                        + "\n".join(lines) + "\n```\n")
+            write_table(stem, [{"quantity": k, "value": v} for k, v in measured.items()], ["quantity", "value"],
+                        ["```"] + lines + ["```"], title="Finite-d Hessian: Lanczos vs dense eigh",
+                        command=regenerate_command("python benchmarks/bench_hessian.py",
+                                                   sys.argv[1:] if argv is None else argv),
+                        started=started, wall=time.perf_counter() - t0)
 
 
-def _run(args, say):
+def _run(args, say, measured):
 
     X, der = problem(args.d, args.m, args.delta, args.seed)
     md = args.d * args.m
@@ -196,11 +198,15 @@ def _run(args, say):
         spec = hessian_bottom(X, der, **kw)
         times.append(time.perf_counter() - t)
     t_lanczos = float(np.median(times))
+    measured.update(d=args.d, m=args.m, n=X.shape[0], k=args.k, tol=args.tol, lanczos_median_s=t_lanczos,
+                    lanczos_first_call_s=t_first, matvecs=spec.matvecs, max_residual=float(spec.residuals.max()))
     say(f"lanczos (block Krylov, fused float32 products + one float64 Rayleigh-Ritz): median {t_lanczos:.3f} s of "
           f"{args.repeats} runs ({', '.join(f'{x:.3f}' for x in times)}), {spec.matvecs} matvecs, "
           f"max residual {spec.residuals.max():.1e}; first call in the process {t_first:.3f} s")
     b = args.block or BLOCK_SIZE(args.k)
     unit = product_cost(X, der, b)
+    measured.update(block=b, block_product_s=unit, lambda_min=float(spec.eigenvalues[0]),
+                    hard_weight=float(spec.hard_weight))
     say(f"  one float32 block product of {b} vectors: {unit * 1e3:.1f} ms -> the {spec.matvecs} matvecs cost at "
           f"least {spec.matvecs / b * unit:.3f} s; the rest ({max(t_lanczos - spec.matvecs / b * unit, 0):.3f} s) is "
           "the float32 copy, the float64 check, Rayleigh-Ritz and orthogonalisation")
@@ -222,6 +228,10 @@ def _run(args, say):
     diff = np.abs(spec.eigenvalues - w[: args.k])
     ov = np.abs(np.einsum("kp,pk->k", spec.eigenvectors.reshape(args.k, -1), V[:, : args.k]))
     hard = np.sum(V[:, : args.k].T.reshape(args.k, args.d, args.m)[:, 0, :] ** 2, axis=1)
+    measured.update(dense_build_s=t_build, eigh_s=t_eigh, speedup_over_eigh=t_eigh / t_lanczos,
+                    speedup_over_dense=t_dense / t_lanczos, lambda_min_dense=float(w[0]),
+                    bottom_abs_diff=float(diff[0]), max_abs_diff=float(diff.max()), min_overlap=float(ov.min()),
+                    max_hard_overlap2_error=float(np.abs(spec.hard_overlap2 - hard).max()))
     say(f"dense: build {t_build:.2f} s + numpy.linalg.eigh {t_eigh:.2f} s (median of "
           f"{', '.join(f'{x:.2f}' for x in eighs)}) = {t_dense:.2f} s")
     say(f"speed-up over dense eigh alone: {t_eigh / t_lanczos:.1f}x   (over dense build + eigh: "

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import theorykit as tk
-from theorykit.dynamics.plan import DYADIC_FINE_LAGS, _resp_bytes
+from theorykit.dynamics.plan import DYADIC_FINE_LAGS, response_bytes
 from theorykit.dynamics.responses import DyadicJacobians, direct_lags, dyadic_drop_lag, dyadic_response_floats
 
 
@@ -46,7 +46,7 @@ def test_drop_lags_and_memory():
     assert [dyadic_drop_lag(s, 8) for s in (1, 2, 3, 4, 12)] == [8, 16, 8, 32, 32]
     T, W = 1000, 32
     assert dyadic_response_floats(T, W) < (T + 1) ** 2 / 4  # at least 4x less than every source's history
-    assert _resp_bytes(T, 1, None) == (T + 1) ** 2 * 4
+    assert response_bytes(T, 1, None) == (T + 1) ** 2 * 4
     # a source's membership is monotone: once off the grid it never returns
     for s in range(1, 200):
         on = [t - s < dyadic_drop_lag(s, W) for t in range(s, 400)]

@@ -188,3 +188,79 @@ def test_no_private_helper_is_imported_across_modules():
                     if a.name.startswith("_") and not a.name.startswith("__") and a.name != "_cli":
                         bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {a.name}")
     assert not bad, "\n".join(bad)
+
+
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(path: pathlib.Path, modules=None) -> list:
+    """'file:line: module._name' for every private (single-underscore) name of a theorykit module that the file
+    ``path`` imports (`from theorykit.X import _name`) or reaches as an attribute (`mod._name`, `tk.a.b._name`, with
+    mod bound to a theorykit module by an import of the file).  A private module (theorykit._cli, symbolic._parse) is
+    allowed as a module, and so are its public names."""
+    modules = set(modules if modules is not None else _modules())
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound, bad = {}, []  # local name -> the theorykit module it is bound to (by any import in the file)
+
+    def flag(node, owner, attr):
+        bad.append(f"{path.name}:{node.lineno}: {owner}.{attr}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "theorykit":
+                    if a.asname:
+                        bound[a.asname] = a.name
+                    else:
+                        bound["theorykit"] = "theorykit"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "theorykit" and not node.level:
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                if sub in modules:
+                    bound[a.asname or a.name] = sub
+                elif _private(a.name):
+                    flag(node, node.module, a.name)
+
+    def resolve(node):
+        """The theorykit module an expression (a name or an attribute chain) denotes, else None."""
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = resolve(node.value)
+            if base and f"{base}.{node.attr}" in modules:
+                return f"{base}.{node.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = resolve(node.value)
+            if base and f"{base}.{node.attr}" not in modules:
+                flag(node, base, node.attr)
+    return bad
+
+
+def test_tests_use_no_private_name_of_the_package():
+    """A test goes through the public API (or a helper made public because it is a unit worth testing): it neither
+    imports nor reaches a private name of a theorykit module, so that renaming a private helper never breaks a test."""
+    modules = _modules()
+    bad = [b for path in sorted(TESTS.rglob("*.py")) for b in private_uses(path, modules)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    """Imports and attribute chains that reach a private name are reported; private modules and their public names
+    are not."""
+    f = tmp_path / "test_x.py"
+    f.write_text("import theorykit as tk\nimport theorykit.referee.hessian as h\n"
+                 "from theorykit.cli import _clean, to_json\nfrom theorykit import _cli\n"
+                 "from theorykit.symbolic import _parse\n\n"
+                 "def test():\n    h._check\n    tk.referee.hessian._lanczos\n    _parse.parse_expression\n"
+                 "    _parse._CONSTANTS\n    _cli.table\n    h.hessian_bottom\n    obj._private\n")
+    bad = private_uses(f)
+    assert bad == ["test_x.py:3: theorykit.cli._clean", "test_x.py:8: theorykit.referee.hessian._check",
+                   "test_x.py:9: theorykit.referee.hessian._lanczos",
+                   "test_x.py:11: theorykit.symbolic._parse._CONSTANTS"], bad

@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 import theorykit as tk
-from theorykit.symbolic.links import _delta_alg_grid, _delta_alg_monte_carlo, _delta_alg_additive
+from theorykit.symbolic.links import delta_alg_grid, delta_alg_monte_carlo, delta_alg_additive
 
 
 @pytest.mark.parametrize("spec,info,gen,easy,hard", [
@@ -30,22 +30,22 @@ def test_phase_retrieval_delta_alg_exactly_half():
     assert da.exact == sp.Rational(1, 2) and da.value == 0.5
     # the numerical routes agree with the exact value within their stated errors
     lk = tk.link("phase-retrieval")
-    for num in (_delta_alg_grid(lk), _delta_alg_monte_carlo(lk, n=400_000, replicas=4)):
+    for num in (delta_alg_grid(lk), delta_alg_monte_carlo(lk, n=400_000, replicas=4)):
         assert abs(num.value - 0.5) <= num.error + 1e-12, num
 
 
 def test_sign_symmetric_exact_vs_quadrature():
     da = tk.analyse_link("sign-symmetric").delta_alg
     assert da.exact is not None and da.exact.has(sp.erfinv)
-    num = _delta_alg_grid(tk.link("sign-symmetric"))
+    num = delta_alg_grid(tk.link("sign-symmetric"))
     assert abs(num.value - da.value) <= num.error
     assert abs(num.value - da.value) < 1e-3
 
 
 def test_noisy_link_two_methods_agree():
     lk = tk.link("noisy-phase-retrieval")
-    q = _delta_alg_additive(lk, 0.5)
-    mc = _delta_alg_monte_carlo(lk, n=1_000_000, replicas=6)
+    q = delta_alg_additive(lk, 0.5)
+    mc = delta_alg_monte_carlo(lk, n=1_000_000, replicas=6)
     assert q.exact is None and q.error < 1e-6
     assert 0.5 < q.value < 0.6  # noise makes weak recovery harder than the noiseless 1/2
     assert abs(q.value - mc.value) <= mc.error + q.error

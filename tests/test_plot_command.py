@@ -149,7 +149,7 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     monkeypatch.setattr(th, "finite_d", spy)
     pr = Problem("gelu", "phase-retrieval", "square", 1, eta=1.0, delta=1.0, steps=1)
     opt = st.TableOptions(paths=1024, replicas=2, deltas=(4.0, 30.0))
-    cell = st._finite_d(pr, st.parse_columns("finite_d@d=40:T=5")[0], opt)
+    cell = st.COMPUTE["finite_d"](pr, st.parse_columns("finite_d@d=40:T=5")[0], opt)
     assert seen == [(1, [4.0, 30.0], [40], 5, 1024, 2)]
     m = real(pr, [4.0, 30.0], [40], 5, paths=1024, replicas=2).midpoints[0]
     assert np.allclose([cell["value"], cell["low"], cell["high"]], [m["midpoint"], *m["band"]], equal_nan=True)

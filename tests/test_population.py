@@ -59,7 +59,7 @@ def test_polynomial_exact_tier_beyond_four_variables():
     assert e.tier == "exact" and "3 nodes per axis over 5 Gaussian variables" in e.method
     pl = PopulationLoss(net, "staircase")
     M_, L = pl.directions(M, C)
-    assert pl._grid(M_, L, 5) == pytest.approx(e.value, rel=1e-12)
+    assert pl.grid_value(M_, L, 5) == pytest.approx(e.value, rel=1e-12)
     mc, se = independent_mc(net, "staircase", M, C)
     assert abs(e.value - mc) < 5 * se
 
@@ -124,16 +124,26 @@ def test_monte_carlo_tier_beyond_four_variables():
     assert e1.tier == "quadrature" and "3 Gaussian variables" in e1.method
 
 
-def test_population_loss_class_reuses_rules_and_matches_function():
+def test_population_loss_class_reuses_rules_and_matches_function(monkeypatch):
+    from theorykit import rules
+
+    built = []
+    real = rules.latent_rule
+
+    def counted(k, noisy, order, *args, **kw):
+        built.append(order)
+        return real(k, noisy, order, *args, **kw)
+
     net = tk.symbolic.Network("tanh", "square", 2)
     pl = PopulationLoss(net, "easy-quadratic", order={3: 10})
+    monkeypatch.setattr(rules, "latent_rule", counted)
     Ms = np.array([[[0.1, 0.2]], [[0.5, -0.1]], [[0.9, 0.4]]])
     Cs = np.array([np.eye(2) * v for v in (1.0, 0.5, 0.1)])
     out = pl.many(Ms, Cs)
+    assert built == [10, 6]  # the value rule and the coarser one, built once for the three (M, C)
     assert len(out) == 3 and all("10 nodes per axis" in e.method for e in out)
     for e, M, C in zip(out, Ms, Cs):
         assert e.value == population_loss(net, "easy-quadratic", M, C, order=10).value
-    assert list(pl._latent_rules) == [10, 6]  # the value rule and the coarser one, built once
 
 
 def test_rounding_level_negative_eigenvalues_are_clamped():

@@ -149,7 +149,7 @@ VARIABLES = {"activation": ["x"], "link": ["z", "z1", "z2", "eps"], "loss": ["y"
 BUILDERS = {"activation": activation, "link": link, "loss": loss, "preprocessing": preprocessing,
             "claim": lambda t: _parse.parse_expression(t, {n: sp.Symbol(n) for n in VARIABLES["claim"]}, "claim"),
             "of": lambda t: _parse.parse_expression(t, {n: sp.Symbol(n) for n in VARIABLES["of"]}, "of")}
-FUNCTIONS = sorted(_parse._FUNCTIONS)  # every whitelisted function
+FUNCTIONS = sorted(_parse.FUNCTIONS)  # every whitelisted function
 JUNK_ATOMS = ["pi", "E", "1e400", "9" * 60, "0.0", "1e-400", "foo", "__import__", "'s'", "True", "None", "x.real",
               "x[0]", "lambda: 1", "[1]", "{}", "open('f')", "I", "oo", "nan", "1j", "0x10", "1_000", "...", "x if x else 1"]
 OPERATORS = ["+", "-", "*", "/", "**", "^", "%", "//", "@", "<", "==", " and ", "&", "<<"]
@@ -428,14 +428,14 @@ def test_delta_alg_and_split_invariant_under_a_bijection_of_y(base, bijection):
 def quick_monte_carlo():
     """The Monte-Carlo delta_alg of multi-index links with 2e5 x 4 samples instead of 2e6 x 8 (each analysis in well
     under a second; the error estimate grows accordingly), and a fresh analysis cache before and after."""
-    orig = links._delta_alg_monte_carlo
-    links._delta_alg_monte_carlo = functools.partial(orig, n=200_000, replicas=4)
-    links._analyse_cached.cache_clear()
+    orig = links.delta_alg_monte_carlo
+    links.delta_alg_monte_carlo = functools.partial(orig, n=200_000, replicas=4)
+    links.clear_analysis_cache()
     try:
         yield
     finally:
-        links._delta_alg_monte_carlo = orig
-        links._analyse_cached.cache_clear()
+        links.delta_alg_monte_carlo = orig
+        links.clear_analysis_cache()
 
 
 TERMS_2 = ["z1", "z2", "z1**2", "z2**2", "z1*z2", "z1**2*z2", "z1*z2**2", "z1**3", "abs(z1)", "sign(z1*z2)"]

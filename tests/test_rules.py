@@ -75,15 +75,6 @@ def test_gauss_hermite_error_estimate_covers_the_error():
     assert abs(val - math.exp(-1)) <= err
 
 
-def test_gauss_hermite_population_rule_is_the_same():
-    from theorykit.population import _tensor_rule
-
-    for dim, order in ((1, 80), (2, 40), (3, 24), (0, 3)):
-        nodes, w = _tensor_rule(dim, order)
-        r = rules.gauss_hermite(order, dim)
-        assert np.array_equal(nodes, r.nodes) and np.array_equal(w, r.weights)
-
-
 @pytest.mark.parametrize("kw", [dict(order=0, dim=1), dict(order=371, dim=1), dict(order=True, dim=1),
                                 dict(order=2.0, dim=1), dict(order=3, dim=-1), dict(order=100, dim=4),
                                 dict(order=5, dim=1, reference=0)])

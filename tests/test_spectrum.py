@@ -160,14 +160,14 @@ def test_fused_operator_matches_two_matmul_product(monkeypatch, threads, ridge):
     der = net.evaluate(X @ theta, y)
     Q = np.random.default_rng(12).standard_normal((80, 5))
     ref = np.stack([hessian_matvec(X, der, Q[:, c], ridge=ridge).ravel() for c in range(5)], axis=1)
-    with sp._row_parallel(threads) as (pool, limiter):
+    with sp.row_parallel(threads) as (pool, limiter):
         assert (pool is None) == (threads == 1)
-        op = sp._Operator(X, der, ridge, True, pool, limiter)
+        op = sp.HessianOperator(X, der, ridge, True, pool, limiter)
         assert op.single and op.X32.dtype == np.float32
         assert np.allclose(op.row_norm2, np.sum(X * X, axis=1), rtol=1e-5)
         assert np.allclose(op.apply(Q), ref, rtol=1e-12, atol=1e-13 * np.abs(ref).max())
         assert np.allclose(op.apply(Q, single=True), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
-    assert np.allclose(sp._apply_block(X, der, Q, ridge), ref, rtol=1e-12, atol=1e-13 * np.abs(ref).max())
+    assert np.allclose(sp.block_product(X, der, Q, ridge), ref, rtol=1e-12, atol=1e-13 * np.abs(ref).max())
 
 
 def test_operator_leaves_float32_when_x_exceeds_its_range():
@@ -177,11 +177,11 @@ def test_operator_leaves_float32_when_x_exceeds_its_range():
     der = net.evaluate(X @ theta, y)
     X = X.copy()
     X[3, 2] = 1e39  # finite in float64, inf in float32
-    op = sp._Operator(X, der, 0.0, True)
+    op = sp.HessianOperator(X, der, 0.0, True)
     assert not op.single and np.isfinite(op.row_norm2).all()
     X[3, 2] = np.inf
     with pytest.raises(TheorykitError, match="non-finite"):
-        sp._Operator(X, der, 0.0, True)
+        sp.HessianOperator(X, der, 0.0, True)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -212,7 +212,7 @@ def test_spike_start_picks_the_lowest_single_sample_spikes(m):
     X = rng.standard_normal((50, 7))
     net = tk.symbolic.Network("gelu", "square", m)
     der = net.evaluate(X @ (rng.standard_normal((7, m)) / 2), X[:, 0] ** 2)
-    op = sp._Operator(X, der, 0.0, False)
+    op = sp.HessianOperator(X, der, 0.0, False)
     S = op.spike_start(4)
     lam, U = np.linalg.eigh(der.D)
     idx = np.argsort(lam[:, 0] * np.sum(X * X, axis=1))[:4]

@@ -56,13 +56,6 @@ NULL_RTOL = 1e-12
 PSD_RTOL = 1e-8
 
 
-def _tensor_rule(dim: int, order: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes (order^dim, dim) and weights (order^dim,) of the tensor Gauss-Hermite rule for N(0, I_dim)
-    (:func:`theorykit.rules.gauss_hermite`)."""
-    rule = gauss_hermite(order, dim)
-    return rule.nodes, rule.weights
-
-
 def _poly_degree(expr: sp.Expr, symbols) -> Optional[int]:
     """Total degree of expr as a polynomial in symbols, or None if it is not a polynomial."""
     try:
@@ -195,11 +188,14 @@ class PopulationLoss:
             self._latent_rules[order] = (z, w, self.link.response(z, eps))
         return self._latent_rules[order]
 
-    def _grid(self, M: np.ndarray, L: np.ndarray, order: int) -> float:
+    def grid_value(self, M: np.ndarray, L: np.ndarray, order: int) -> float:
+        """The loss integrated by the tensor rule with ``order`` nodes per axis, whatever the tier; (M, L) as
+        returned by :meth:`directions`."""
         z, wz, y = self._latent(order)
         key = (L.shape[0], order)
         if key not in self._xi_rules:
-            xi, wx = _tensor_rule(*key)
+            rule = gauss_hermite(order, L.shape[0])  # tensor Gauss-Hermite for N(0, I_q)
+            xi, wx = rule.nodes, rule.weights
             self._xi_rules[key] = (xi, wx, np.repeat(y, len(wx)))
         xi, wx, yy = self._xi_rules[key]
         r = (z @ M)[:, None, :] + (xi @ L)[None, :, :]  # (Nz, Nx, m)
@@ -235,7 +231,7 @@ class PopulationLoss:
         plural = "s" if D != 1 else ""
         if tier == "exact":
             o = self.degree // 2 + 1
-            val = self._grid(M, L, o)
+            val = self.grid_value(M, L, o)
             return Expectation(None, val, "exact", 0.0,
                                f"Gauss-Hermite, {o} node{'s' if o != 1 else ''} per axis over {D} Gaussian "
                                f"variable{plural} ({names}), exact for polynomials of degree <= {2 * o - 1} "
@@ -243,8 +239,8 @@ class PopulationLoss:
         if tier == "quadrature":
             o = self.order if isinstance(self.order, int) else (self.order or {}).get(D, ORDER[D])
             lo = lower_order(o)
-            val = self._grid(M, L, o)
-            err = abs(val - self._grid(M, L, lo)) + 1e-15 * max(1.0, abs(val))
+            val = self.grid_value(M, L, o)
+            err = abs(val - self.grid_value(M, L, lo)) + 1e-15 * max(1.0, abs(val))
             zrule = (f"z by Gauss-Legendre on the pieces between the link's breakpoints "
                      f"{', '.join(f'{c:.6g}' for c in self.link_breakpoints)} ({o} nodes each), the rest by "
                      if self.link_breakpoints else "")

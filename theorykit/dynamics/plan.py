@@ -23,7 +23,7 @@ RESPONSE_MEMORY = 1.2e9
 DYADIC_FINE_LAGS = 16
 
 
-def _resp_bytes(T: int, m: int, W) -> int:
+def response_bytes(T: int, m: int, W) -> int:
     """Bytes of direct-Jacobian history per response path: every source (W None) or the dyadic grid."""
     from .responses import dyadic_response_floats
 
@@ -176,7 +176,7 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         else:
             n_est = 1 << int(math.log2(max(per_rep, 1)))
         def fits(W):  # the whole batch's direct Jacobians, every source (W None) or on the dyadic grid
-            return (not window and n_est * _resp_bytes(T, m, W) <= RESPONSE_MEMORY
+            return (not window and n_est * response_bytes(T, m, W) <= RESPONSE_MEMORY
                     and _resp_flops(T, m, W) * n_est <= DIRECT_AUTO_FLOPS)
         whole = fits(None if fine_lags == "auto" else fine_lags)
         if not whole and fine_lags == "auto" and fits(DYADIC_FINE_LAGS):
@@ -211,12 +211,12 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = None
     elif fine_lags == "auto":
         # the dyadic grid where the full Jacobians would leave most of the main batch without responses
-        full_cap = RESPONSE_MEMORY // _resp_bytes(T, m, None)
+        full_cap = RESPONSE_MEMORY // response_bytes(T, m, None)
         fine_lags = (DYADIC_FINE_LAGS if full_cap < per_replica and T > 2 * DYADIC_FINE_LAGS
                      and response_paths is None else None)
     if fine_lags is not None and fine_lags >= T:
         fine_lags = None  # every source stays on the grid: the full estimator
-    bytes_per_resp = _resp_bytes(T, m, fine_lags)
+    bytes_per_resp = response_bytes(T, m, fine_lags)
     resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
     if latent != "monte-carlo":
         if nlat > 3:

@@ -103,11 +103,12 @@ def _check(X, derivs, ridge, check_x: bool = True) -> tuple[np.ndarray, int, int
     return X, n, d, m, ridge
 
 
-def _apply_block(X: np.ndarray, derivs: Derivatives, Q: np.ndarray, ridge: float) -> np.ndarray:
+def block_product(X: np.ndarray, derivs: Derivatives, Q: np.ndarray, ridge: float) -> np.ndarray:
     """H Q for Q of shape (md, b) (columns are C-order flattened (d, m) arrays), returned in float64.
 
-    Two full matmuls (reference implementation, used by the benchmark's scipy baselines); ``_Operator.apply`` is the
-    fused, chunked version that hessian_bottom uses.  With a float32 X both matmuls run in float32."""
+    Two full matmuls (reference implementation, used by the benchmark's scipy baselines);
+    ``HessianOperator.apply`` is the fused, chunked version that hessian_bottom uses.  With a float32 X both matmuls
+    run in float32."""
     n, d = X.shape
     md, b = Q.shape
     m = md // d
@@ -159,7 +160,7 @@ def _cpu_count() -> int:
 
 
 @contextmanager
-def _row_parallel(threads: Optional[int]):
+def row_parallel(threads: Optional[int]):
     """A pool of ``threads`` Python threads for the fused products, each running single-threaded BLAS on its own row
     range (threadpoolctl limits BLAS to one thread: ``limiter()``).  Independent row ranges need no
     synchronisation until the final sum, unlike multi-threaded BLAS on small chunks, which synchronises its threads
@@ -202,12 +203,12 @@ def _return_buffer(buf: np.ndarray):
             _buffer_cache[buf.shape] = buf
 
 
-class _Operator:
+class HessianOperator:
     """Block products with H, fused over row chunks of X (one pass over X per block instead of two).
 
     For each chunk X_c of rows: R = X_c Q, R_i <- D_i R_i, acc += X_c^T R (computed transposed); the chunk
     (CHUNK_BYTES) is still in cache for the second matmul, so the product streams X from memory once.  With a thread
-    pool (``_row_parallel``) each thread takes a contiguous range of rows with its own accumulator.  ``single=True``
+    pool (``row_parallel``) each thread takes a contiguous range of rows with its own accumulator.  ``single=True``
     products use a float32 copy of X and D (about 2x faster: half the bytes and twice the SIMD width), accumulated in
     float32 and returned in float64.  The float32 copy is made in the same chunked pass that computes the row norms
     |x_i|^2 (for the spike start) and checks that X is finite.
@@ -550,7 +551,8 @@ def _lanczos(X, derivs, ridge, k, tol, b, mmax, mixed, seed, pool, limiter):
     """The "lanczos" method of hessian_bottom: (eigenvalues, vectors (md, k), residuals, matvecs)."""
     md = X.shape[1] * np.asarray(derivs.F).shape[1]
     rng = np.random.default_rng(seed)
-    op = _Operator(X, derivs, ridge, mixed, pool, limiter)  # one chunked pass: row norms, finiteness, float32 copy
+    # one chunked pass: row norms, finiteness, float32 copy
+    op = HessianOperator(X, derivs, ridge, mixed, pool, limiter)
     first = min(max(b, FIRST_BLOCK(k)), md)
     start = op.spike_start(max(1, first - 2))  # plus >= 2 random columns
     max_dim = max(min(MAX_DIM_BLOCKS * b, BASIS_BYTES // (16 * md)), 3 * b + k, first + b)
@@ -633,7 +635,7 @@ def hessian_bottom(X, derivs: Derivatives, k: int = 10, ridge: float = 0.0, hard
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
                                     or threads < 1):
             raise TheorykitError(f"threads must be an integer >= 1 or None, got {threads!r}")
-        with _row_parallel(threads) as (pool, limiter):
+        with row_parallel(threads) as (pool, limiter):
             # BLAS single-threaded throughout (the small basis operations too): under shared cores, multi-threaded
             # BLAS spin-waits in every call
             with (limiter() if limiter is not None else nullcontext()):

@@ -15,7 +15,7 @@ from ..errors import ParseError
 from . import functions as fn
 
 # name -> (callable building a SymPy expression, allowed numbers of arguments)
-_FUNCTIONS = {
+FUNCTIONS = {
     "exp": (sp.exp, (1,)), "log": (sp.log, (1,)), "sqrt": (sp.sqrt, (1,)),
     "erf": (sp.erf, (1,)), "erfc": (sp.erfc, (1,)), "erfinv": (sp.erfinv, (1,)),
     "tanh": (sp.tanh, (1,)), "sinh": (sp.sinh, (1,)), "cosh": (sp.cosh, (1,)),
@@ -37,10 +37,10 @@ def _preset_functions() -> dict:
     from .presets import ACTIVATIONS
 
     return {name: ((lambda e: lambda u: e.xreplace({cv.X: u}))(make()), (1,))
-            for name, make in ACTIVATIONS.items() if name.isidentifier() and name not in _FUNCTIONS}
+            for name, make in ACTIVATIONS.items() if name.isidentifier() and name not in FUNCTIONS}
 
 
-_FUNCTIONS.update(_preset_functions())
+FUNCTIONS.update(_preset_functions())
 _CONSTANTS = {"pi": sp.pi, "E": sp.E}
 _MAX_LEN = 2000
 _MAX_POW = 64
@@ -84,7 +84,7 @@ class _Builder:
                 return self.symbols[node.id]
             if node.id in _CONSTANTS:
                 return _CONSTANTS[node.id]
-            if node.id in _FUNCTIONS:
+            if node.id in FUNCTIONS:
                 self.fail(f"'{node.id}' is a function and needs arguments, e.g. {node.id}(...)")
             allowed = ", ".join(sorted(self.symbols)) or "none"
             self.fail(f"unknown symbol '{node.id}' (allowed variables: {allowed}; constants: pi, E)")
@@ -119,11 +119,11 @@ class _Builder:
             if not isinstance(node.func, ast.Name):
                 self.fail("only plain function names may be called (no attributes, no expressions)")
             name = node.func.id
-            if name not in _FUNCTIONS:
-                self.fail(f"function '{name}' is not allowed (allowed: {', '.join(sorted(_FUNCTIONS))})")
+            if name not in FUNCTIONS:
+                self.fail(f"function '{name}' is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
             if node.keywords:
                 self.fail(f"keyword arguments are not allowed in {name}(...)")
-            f, nargs = _FUNCTIONS[name]
+            f, nargs = FUNCTIONS[name]
             if len(node.args) not in nargs:
                 self.fail(f"{name} takes {' or '.join(map(str, nargs))} argument(s), got {len(node.args)}")
             args = [self.build(a) for a in node.args]

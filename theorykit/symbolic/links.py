@@ -197,7 +197,7 @@ def _delta_alg_from_rho(rho: float, err: float, method: str) -> DeltaAlg:
     return DeltaAlg(None, float(1.0 / rho), float(err / rho ** 2), method)
 
 
-def _delta_alg_grid(link: Link) -> DeltaAlg:
+def delta_alg_grid(link: Link) -> DeltaAlg:
     """Noiseless single index: fine 1-D grid in z, quantile bins in y, Richardson in the number of bins."""
     vals = []
     for bins in (1000, 2000, 4000):
@@ -220,7 +220,7 @@ def _additive_noise_scale(link: Link):
     return float(s)
 
 
-def _delta_alg_additive(link: Link, s: float) -> DeltaAlg:
+def delta_alg_additive(link: Link, s: float) -> DeltaAlg:
     """y = h(z) + s eps: E[z^2|y] = int z^2 phi_s(y - h(z)) phi(z) dz / int phi_s(y - h(z)) phi(z) dz by quadrature
     in z, then E_y[(E[z^2|y] - 1)^2] by quadrature in y (both composite Gauss-Legendre); error from halving."""
     h = sp.lambdify(cv.Z, link.expr.subs(cv.EPS, 0), modules=["scipy", "numpy"])
@@ -244,7 +244,7 @@ def _delta_alg_additive(link: Link, s: float) -> DeltaAlg:
                                "quadrature: additive Gaussian noise, E[z^2|y] by composite Gauss-Legendre in z and y")
 
 
-def _delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, seed: int = 2024) -> DeltaAlg:
+def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, seed: int = 2024) -> DeltaAlg:
     """General case: E[G (x) G] by cross-fitted binned conditional means (two independent halves per bin, so the
     within-bin sampling noise adds no bias), quantile bins in y; standard error over independent replicas."""
     rng = np.random.default_rng(seed)
@@ -411,6 +411,12 @@ def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
     return replace(a, easy_basis=a.easy_basis.copy(), hard_basis=a.hard_basis.copy())
 
 
+def clear_analysis_cache() -> None:
+    """Forget the memoised analyses of :func:`analyse_link` (e.g. after replacing an estimator such as
+    :func:`delta_alg_monte_carlo` by a cheaper one)."""
+    _analyse_cached.cache_clear()
+
+
 @functools.lru_cache(maxsize=64)
 def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     notes = [lk.note] if lk.note else []
@@ -438,11 +444,11 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
         if da is None:
             s = _additive_noise_scale(lk)
             if s is not None:
-                da = _delta_alg_additive(lk, s)
+                da = delta_alg_additive(lk, s)
             elif lk.k == 1 and not lk.noisy:
-                da = _delta_alg_grid(lk)
+                da = delta_alg_grid(lk)
             else:
-                da = _delta_alg_monte_carlo(lk)
+                da = delta_alg_monte_carlo(lk)
     return LinkAnalysis(lk, lk.k, info, gen, easy, hard, da, method, tuple(notes))
 
 
