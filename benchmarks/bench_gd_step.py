@@ -27,11 +27,12 @@ fractions and equal escape times).
 Setting: gelu, phase retrieval, square loss.
 """
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
+
+from theorykit.report.writer import check_table_writable, now, regenerate_command, table_stem, write_table
 
 #: seconds of pause after the BLAS timings (OpenBLAS's threads busy-wait after a call and would slow the next timing)
 SETTLE = 2.0
@@ -118,6 +119,9 @@ def main(argv=None):
     p.add_argument("--no-full", action="store_true", help="skip the whole-iteration timing")
     p.add_argument("--seeds", type=int, default=64, help="seeds of the kernels' agreement check (0: skip)")
     args = p.parse_args(argv)
+    if args.out:
+        check_table_writable(table_stem(args.out))
+    t0, started = time.perf_counter(), now()
 
     import theorykit as tk
     from theorykit.referee._fused import fused_kernel
@@ -203,7 +207,7 @@ def main(argv=None):
               flush=True)
     agree = None if args.seeds == 0 else _agreement(args.seeds)
     if args.out:
-        _write(args, rows, agree)
+        _write(args, rows, agree, sys.argv[1:] if argv is None else argv, started, time.perf_counter() - t0)
 
 
 #: deltas of the agreement check: near the middle of the transition (success ~0.4) and above it (~0.95)
@@ -237,14 +241,28 @@ def _agreement(seeds):
     return out
 
 
-def _write(args, rows, agree):
-    import platform
+def csv_rows(rows, agree) -> list:
+    """The measured numbers as CSV rows: one per shape (part "step"; a quartile pair as two columns) and one per
+    delta of the agreement check (part "agreement")."""
+    out = []
+    for r in rows:
+        row = {"part": "step"}
+        for k, v in r.items():
+            if isinstance(v, (list, tuple)):
+                row[f"{k}_q25"], row[f"{k}_q75"] = v
+            else:
+                row[k] = v
+        out.append(row)
+    if agree is not None:
+        out += [{"part": "agreement", "seeds": agree["seeds"], **r} for r in agree["deltas"]]
+    return out
 
-    cmd = "python benchmarks/bench_gd_step.py" + "".join(f" {a}" for a in (sys.argv[1:] or []))
-    lines = [f"# The simulator's GD step against one read of X", "",
-             f"Regenerate: `{cmd}`", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
-             f" Medians over {args.repeats} interleaved rounds (min in brackets), ms. gelu, phase retrieval, square loss.",
+
+def _write(args, rows, agree, argv, started, wall):
+    flat = csv_rows(rows, agree)
+    columns = list(dict.fromkeys(k for r in flat for k in r))
+    lines = [f"Medians over {args.repeats} interleaved rounds (min in brackets), ms. gelu, phase retrieval, square "
+             "loss.",
              "floor = one streaming read of X (n x d float64, a row sum by the fused kernel's threads); GEMM floor = "
              "the step's 4 n d m flops at this machine's DGEMM rate (a 1024 x 1024 BLAS product on every core, timed "
              "in the same run); the physical floor is the larger of the two.  compute = the fused kernel's own "
@@ -293,9 +311,11 @@ def _write(args, rows, agree):
         for r in agree["deltas"]:
             lines.append(f"| {r['delta']:g} | {frac(r['fused'])} | {frac(r['numpy'])} | {frac(r['float32'])} | "
                          f"{r['same_numpy']} of {S} | {r['same_float32']} of {S} |")
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    files = write_table(table_stem(args.out), flat, columns, lines,
+                        title="The simulator's GD step against one read of X",
+                        command=regenerate_command("python benchmarks/bench_gd_step.py", argv), started=started,
+                        wall=wall)
+    print(f"wrote {', '.join(files)}")
 
 
 if __name__ == "__main__":

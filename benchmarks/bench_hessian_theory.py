@@ -1,5 +1,6 @@
 """Benchmark: the Hessian theory's speed (issue 12 point 7; docs/theory.md §4-5), at the accuracy the validation
-table uses.  Not a test: it prints a table and writes it to tables/hessian_bench.md with the command that made it.
+table uses.  Not a test: it prints a table and writes it to tables/hessian_bench.md (and .csv) with the command that
+made it.
 
 (a) The outlier/edge solve for one law, :func:`theorykit.spectra.hessian.hessian_prediction`, on the DMFT's PathLaw
     (GeLU, y = z^2, square loss, delta = 10, eta = 1, t = 50, the dmft defaults' paths and replicas) for m = 1 (the
@@ -25,7 +26,6 @@ import argparse
 import cProfile
 import io
 import os
-import platform
 import pstats
 import sys
 import time
@@ -36,6 +36,7 @@ import theorykit as tk
 from theorykit import defaults
 from theorykit import thresholds as th
 from theorykit.errors import TheorykitError
+from theorykit.report.writer import check_table_writable, now, regenerate_command, table_stem, write_table
 from theorykit.spectra.hessian import hessian_prediction
 
 TARGET_A = 1.0
@@ -173,12 +174,28 @@ def part_b(args):
 
 
 # ------------------------------------------------------------------------------------------------ table
-def markdown(rows_a, rows_b, argv) -> str:
-    cmd = "python benchmarks/bench_hessian_theory.py" + ("" if not argv else " " + " ".join(argv))
-    lines = ["# Hessian theory: speed (issue 12 point 7)", "",
-             f"Made by `{cmd}` on {platform.node() or 'this machine'} ({os.cpu_count()} cores, load average "
-             f"{os.getloadavg()[0]:.2f} at the end, Python {platform.python_version()}, NumPy {np.__version__}), "
-             f"{time.strftime('%Y-%m-%d %H:%M')}.", ""]
+#: the CSV's columns: part (a) one row per law and solver, part (b) one row per t of each delta*(t) scan
+COLUMNS = ["part", "m", "law", "solver", "paths", "median_s", "evaluations", "floor_s", "outliers", "t", "delta_star",
+           "stderr", "bracket_low", "bracket_high", "edge", "outlier", "overlap2", "wall_s", "target_s", "ok", "error"]
+
+
+def csv_rows(rows_a, rows_b) -> list:
+    """The measured numbers as CSV rows (COLUMNS)."""
+    out = [{"part": "a", "m": r["m"], "law": r["law"], "solver": r["solver"], "paths": r["paths"],
+            "median_s": r["median"], "evaluations": r["evaluations"], "floor_s": r["floor"], "edge": r["edge"],
+            "outliers": r["outliers"], "ok": r["ok"]} for r in rows_a]
+    for r in rows_b:
+        common = {"part": "b", "m": r["m"], "wall_s": r["wall"], "target_s": r["target"], "ok": r["ok"],
+                  "error": r["error"]}
+        out += [dict(common, t=q["t"], delta_star=q["value"], stderr=q["stderr"], bracket_low=q["bracket"][0],
+                     bracket_high=q["bracket"][1], edge=q["edge"], outlier=q["outlier"], overlap2=q["overlap2"])
+                for q in r["results"]] or [common]
+    return out
+
+
+def markdown(rows_a, rows_b) -> list:
+    """The Markdown body (lines) of the table."""
+    lines = []
     if rows_a:
         lines += ["## (a) outlier/edge solve for one law (`hessian_prediction`), target <= 1 s",
                   "",
@@ -223,7 +240,7 @@ def markdown(rows_a, rows_b, argv) -> str:
                              f"[{q['bracket'][0]:.4f}, {q['bracket'][1]:.4f}] | {q['edge']:.5g} | {q['outlier']:.5g} | "
                              f"{q['overlap2']:.3g} |")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv=None):
@@ -237,17 +254,25 @@ def main(argv=None):
                    help="part (b): GeLU / sign-symmetric / logistic (default) or GeLU / z^2 / square with d = 1000")
     p.add_argument("--only-m", type=int, choices=[1, 2], default=None)
     p.add_argument("--profile", action="store_true", help="part (b): cProfile's top 25 functions by cumulative time")
-    p.add_argument("--out", default="tables/hessian_bench.md", help="markdown table ('-': do not write)")
+    p.add_argument("--out", default="tables/hessian_bench.md",
+                   help="the table, .md and .csv (stem, or its .md file; '-': do not write)")
     args = p.parse_args(argv)
+    stem = None if args.out == "-" else table_stem(args.out)
+    if stem:
+        os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
+        check_table_writable(stem)
+    t0, started = time.perf_counter(), now()
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}", flush=True)
     rows_a = part_a(args) if args.part in ("a", "all") else []
     rows_b = part_b(args) if args.part in ("b", "all") else []
-    md = markdown(rows_a, rows_b, argv)
-    if args.out != "-":
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(md)
-        print(f"wrote {args.out}")
+    md = markdown(rows_a, rows_b)
+    if stem:
+        files = write_table(stem, csv_rows(rows_a, rows_b), COLUMNS, md,
+                            title="Hessian theory: speed (issue 12 point 7)",
+                            command=regenerate_command("python benchmarks/bench_hessian_theory.py", argv),
+                            started=started, wall=time.perf_counter() - t0,
+                            timing=f"load average {os.getloadavg()[0]:.2f} at the end")
+        print(f"wrote {', '.join(files)}")
 
 
 if __name__ == "__main__":

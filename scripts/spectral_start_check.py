@@ -11,18 +11,15 @@ Phase retrieval y = z^2, square loss, m = 1, T(y) = (y - 1)/(y + sqrt(2 delta) -
 """
 from __future__ import annotations
 
-import csv
-import datetime
 import multiprocessing as mp
 import os
-import platform
-import shlex
 import sys
 import time
 
 import numpy as np
 
 import theorykit as tk
+from theorykit.report.writer import now, regenerate_command, write_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETTINGS = [("gelu", 1.0), ("quad", 0.01)]
@@ -40,8 +37,7 @@ def _sim(job):
 
 
 def main():
-    t0 = time.perf_counter()
-    cmd = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+    t0, started = time.perf_counter(), now()
     rows = []
     for act, eta in SETTINGS:
         pr = tk.Problem(act, "phase-retrieval", delta=2.0, eta=eta, steps=20)
@@ -66,19 +62,14 @@ def main():
                         rows.append(dict(start=how, activation=act, eta=eta, d=d, quantity=q, t=t, dmft=dv,
                                          sim_mean=mean, sim_se=se, rel_gap=dv / mean - 1, rho2=float(pred.overlap2)))
     stem = os.path.join(ROOT, "tables", "spectral_start")
-    cols = list(rows[0])
-    with open(stem + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(rows)
-    lines = ["# DMFT from spectral_start vs the simulator's spectral initialisation\n",
-             f"Command (repository root): `{cmd}`. Date: {datetime.date.today()}. Wall time "
-             f"{(time.perf_counter() - t0) / 60:.1f} min on {platform.node()} ({os.cpu_count()} CPUs).\n",
-             "Phase retrieval, square loss, m = 1, delta = 2, T(y) = (y - 1)/(y + sqrt(2 delta) - 1), 8 seeds per d; "
-             "DMFT with the library defaults. Cells: DMFT vs GD mean ± s.e. (DMFT / GD - 1); — where the DMFT "
-             "diverged before t. |M| because the simulator's eigenvector sign is arbitrary. start = exact: "
-             "dmft(problem, init='spectral'); approx: spectral_start (independent remainder).\n",
-             "| start | activation, eta | d | quantity | " + " | ".join(f"t = {t}" for t in TS) + " |",
+    write(stem, rows, sys.argv[1:], started, time.perf_counter() - t0)
+    print(f"wrote {stem}.md, {stem}.csv in {time.perf_counter() - t0:.0f} s")
+
+
+def write(stem, rows, argv, started, wall):
+    """tables/spectral_start.csv (``rows``, one per start, setting, d, quantity and t) and .md (one line per start,
+    setting, d and quantity; one cell per t)."""
+    lines = ["| start | activation, eta | d | quantity | " + " | ".join(f"t = {t}" for t in TS) + " |",
              "|---|---|---|---|" + "---|" * len(TS)]
     for how in ("exact", "approx"):
         for act, eta in SETTINGS:
@@ -92,9 +83,14 @@ def main():
                                      f"{r[0]['dmft']:.4g} vs {r[0]['sim_mean']:.4g} ± {r[0]['sim_se']:.2g} "
                                      f"({100 * r[0]['rel_gap']:+.1f}%)")
                     lines.append(f"| {how} | {act}, {eta:g} | {d} | {q} | " + " | ".join(cells) + " |")
-    with open(stem + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {stem}.md, {stem}.csv in {time.perf_counter() - t0:.0f} s")
+    header = ["Phase retrieval, square loss, m = 1, delta = 2, T(y) = (y - 1)/(y + sqrt(2 delta) - 1), 8 seeds per d; "
+              "DMFT with the library defaults. Cells: DMFT vs GD mean ± s.e. (DMFT / GD - 1); — where the DMFT "
+              "diverged before t. |M| because the simulator's eigenvector sign is arbitrary. start = exact: "
+              "dmft(problem, init='spectral'); approx: spectral_start (independent remainder).\n"]
+    return write_table(stem, rows, list(rows[0]), lines,
+                       title="DMFT from spectral_start vs the simulator's spectral initialisation",
+                       command=regenerate_command("python scripts/spectral_start_check.py", argv), started=started,
+                       wall=wall, header=header, root=ROOT)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from ..errors import TheorykitError
 from ..runner import check_writable
 
 __all__ = ["write_table", "write_csv", "check_table_writable", "notes_path", "regenerate_command", "machine",
-           "md_table", "fmt", "pct", "pm"]
+           "md_table", "fmt", "pct", "pm", "table_stem"]
 
 
 # ------------------------------------------------------------------------------------------------ formatting
@@ -77,6 +77,15 @@ def machine(cpus_note: str = "shared") -> str:
     """'host, processor, N CPUs (shared), Python x.y.z, numpy a.b.c'."""
     return (f"{platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs ({cpus_note}), "
             f"Python {platform.python_version()}, numpy {np.__version__}")
+
+
+def table_stem(out: str) -> str:
+    """The stem of a table named by its Markdown or CSV file or by its stem: 'tables/x.md' -> 'tables/x'."""
+    out = os.fspath(out)
+    for ext in (".md", ".csv"):
+        if out.endswith(ext):
+            return out[: -len(ext)]
+    return out
 
 
 def notes_path(stem: str) -> str:
