@@ -4,6 +4,8 @@ the generated API reference docs/api.md is current."""
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "theory.md"
 PACKAGE = ROOT / "theorykit"
@@ -83,3 +85,54 @@ def test_api_reference_covers_the_public_names():
     page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     missing = [n for n in theorykit.__all__ if f"`theorykit.{n}`" not in page]
     assert not missing, f"public names missing from docs/api.md: {missing}"
+
+
+# ------------------------------------------------------------------ numpydoc docstrings of theorykit.__all__
+#: the numpydoc sections every public name's docstring has (Examples too for functions and classes)
+NUMPYDOC_SECTIONS = ("Parameters", "Returns", "Examples")
+
+
+def _section_titles(doc: str) -> set:
+    """The numpydoc section titles of a docstring: a line followed by a line of dashes of the same length."""
+    lines = [line.strip() for line in doc.splitlines()]
+    return {a for a, b in zip(lines, lines[1:]) if a and b == "-" * len(a)}
+
+
+def _public_names():
+    import theorykit
+
+    return list(theorykit.__all__)
+
+
+@pytest.mark.parametrize("name", _public_names())
+def test_public_docstring_has_numpydoc_sections(name):
+    import inspect
+
+    import theorykit
+
+    doc = inspect.getdoc(getattr(theorykit, name)) or ""
+    missing = [s for s in NUMPYDOC_SECTIONS if s not in _section_titles(doc)]
+    assert not missing, f"theorykit.{name}: docstring lacks the numpydoc sections {missing}"
+    assert "docs/theory.md" in doc, f"theorykit.{name}: docstring does not cite docs/theory.md"
+    raw = getattr(theorykit, name).__doc__.splitlines()
+    # as written in the source: the first line after 'def ...:' and four spaces of indentation, the last one with """
+    widths = [len(line) + (7 if i == 0 else 0) + (3 if i == len(raw) - 1 else 0) for i, line in enumerate(raw)]
+    assert max(widths) <= 120, f"theorykit.{name}: a docstring line longer than 120 characters in the source"
+
+
+@pytest.mark.parametrize("name", _public_names())
+def test_public_docstring_examples_run(name):
+    """The Examples of each public name run as doctests (only its own docstring, not its methods')."""
+    import doctest
+
+    import theorykit
+
+    obj = getattr(theorykit, name)
+    finder = doctest.DocTestFinder(recurse=False)
+    tests = [t for t in finder.find(obj, f"theorykit.{name}", globs={}) if t.examples]
+    assert tests, f"theorykit.{name}: no doctest example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"theorykit.{name}: {result.failed} of {result.attempted} doctest examples failed"

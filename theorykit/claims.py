@@ -489,13 +489,52 @@ def check(kind: str, claim, *, activation=None, k: Optional[int] = None, of=None
           which: Optional[str] = None, quantity: Optional[str] = None, loss: str = "square", width: int = 1, a=None,
           b=None, delta=None, eta=None, ridge=0, problem=None, time_limit: float = 3.0,
           wall_limit: Optional[float] = None) -> CheckResult:
-    """Check a claimed closed form (text through the whitelist parser, a number, or a SymPy expression) for one
-    quantity (module docstring): ``check("hermite", "3/(4*sqrt(pi))", activation="gelu", k=2)``;
-    ``check("expectation", "1/4 + 1/(2*pi)*...", activation="gelu", of="sigma1**2")`` (variance: number, or "q"/None
-    for a symbolic q the claim may use); ``check("delta_alg", "1/2", link="phase-retrieval")``;
-    ``check("exponent", 2, link="z**2", which="generative")``;
-    ``check("dmft", "...", quantity="gram1", activation="quad", link="z**2", eta="1/20")`` (or ``problem=``; delta,
-    eta unset are symbols).  Returns a :class:`CheckResult`; bad input raises a one-line TheorykitError."""
+    """Check a claimed closed form for one quantity (module docstring).
+
+    The claim is compared with what theorykit computes: a Hermite coefficient mu_k = E[sigma(G) He_k(G)], a Gaussian
+    expectation E[g(U)], U ~ N(0, q), delta_alg of a link, an information or generative exponent, or a t = 0 or t = 1
+    quantity of the exact DMFT; exactly when both sides are exact, else within the computed error
+    (docs/theory.md §8, "Checking a hand calculation").
+
+    Parameters
+    ----------
+    kind : str
+        "hermite", "expectation", "delta_alg", "exponent" or "dmft".
+    claim : str, number or sympy.Expr
+        The claimed closed form (text through the whitelist parser, a number, or a SymPy expression).
+    activation, k
+        ``check("hermite", "3/(4*sqrt(pi))", activation="gelu", k=2)``.
+    of, variance
+        ``check("expectation", "1/4 + 1/(2*pi)*...", activation="gelu", of="sigma1**2")`` (variance: number, or
+        "q"/None for a symbolic q the claim may use).
+    link, which
+        ``check("delta_alg", "1/2", link="phase-retrieval")``; ``check("exponent", 2, link="z**2",
+        which="generative")``.
+    quantity, loss, width, a, b, delta, eta, ridge, problem
+        ``check("dmft", "...", quantity="gram1", activation="quad", link="z**2", eta="1/20")`` (or ``problem=``;
+        delta, eta unset are symbols).
+    time_limit, wall_limit : float
+        Limits of the symbolic computation (seconds).
+
+    Returns
+    -------
+    CheckResult
+        ``verdict`` ("equal", "agrees", "differs" or "undecided"), ``message`` (the verdict in words), ``digits``,
+        ``computed``, ``difference_exact``, ``difference``, ``how``.
+
+    Raises
+    ------
+    TheorykitError
+        Bad input raises a one-line TheorykitError.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> tk.check("delta_alg", "1/2", link="phase-retrieval").message
+    'equal (exactly)'
+    >>> tk.check("hermite", "3/(4*sqrt(pi))", activation="gelu", k=2).verdict
+    'equal'
+    """
     t0 = time.time()
     if kind not in KINDS:
         raise TheorykitError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")

@@ -7,7 +7,33 @@ traceback to the user: the public entry points translate its failures into these
 
 
 class TheorykitError(ValueError):
-    """A bad input or an impossible request, with a one-line explanation."""
+    """A bad input or an impossible request, with a one-line explanation.
+
+    It computes nothing, so docs/theory.md has no equation for it; every public function of theorykit (docs/theory.md
+    §1 to §8) reports a user-facing failure as this error (or a subclass: ParseError, DivergenceError,
+    TimeLimitError), and the CLI prints its message on stderr and exits with status 2.  It is a ValueError.
+
+    Parameters
+    ----------
+    message : str
+        The one-line explanation.
+
+    Returns
+    -------
+    TheorykitError
+        The exception, to be raised; ``str(err)`` is the message.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> try:
+    ...     tk.Problem("gelu", "phase-retrieval", eta=0.5, steps=10)
+    ... except tk.TheorykitError as err:
+    ...     print(err)
+    delta (n/d) is required
+    >>> issubclass(tk.TheorykitError, ValueError)
+    True
+    """
 
 
 class ParseError(TheorykitError):

@@ -73,54 +73,76 @@ def _is_identity(S: tuple) -> bool:
 class Problem:
     """A learning problem: model, sample ratio, ridge, step sizes and initial law (module docstring).
 
-    Fields (``Problem(activation, link, loss="square", width=1, *, a, b, delta, ridge, eta, steps, schedule, Sigma0,
-    M0)``):
+    The problem is the one of docs/theory.md §1: full-batch GD on L(Theta) = (1/n) sum_i l(y_i, f(Theta^T x_i)) +
+    (ridge/2) ||Theta||_F^2, with f(r) = (1/m) sum_j a_j sigma(r_j + b_j), n = delta d and
+    Theta^{t+1} = (1 - eta_t ridge) Theta^t - eta_t grad, from the initial law theta^0 ~ N(0, Sigma0), M_0 = M0
+    (docs/theory.md §1 and §3).
 
-    activation, link, loss  preset names or expression strings, stored as given (stripped); ingredient objects
-                            (:func:`theorykit.activation` ...) are stored as their name, which must rebuild them.
-    width                   m, an integer in 1..4096.
-    a, b                    second-layer weights and biases: a number (broadcast to all m units), '1,-1', or a
-                            sequence of m numbers; stored as a tuple of floats, or None for the default (all 1, all
-                            0; a given value equal to the default is stored as None too).
-    delta                   n/d > 0 (required).
-    ridge                   lambda >= 0.
-    eta, steps              constant step size eta > 0 for ``steps`` >= 0 steps, or
-    schedule                the step sizes eta_0..eta_{T-1} > 0 (a tuple of floats; a number is one step): exactly
-                            one of (eta and steps) or schedule.
-    Sigma0                  m x m symmetric positive semi-definite covariance of theta^0 (nested tuples; a number s is
-                            s I); None (default) = identity, and an identity is stored as None.
-    M0                      k x m initial overlap M_0 = Theta*^T Theta^0 (k from the link); None (default) = 0, and a
-                            zero matrix is stored as None.
+    Parameters
+    ----------
+    activation, link, loss : str or ingredient
+        Preset names or expression strings, stored as given (stripped); ingredient objects
+        (:func:`theorykit.activation` ...) are stored as their name, which must rebuild them.  ``loss`` defaults to
+        "square".
+    width : int
+        m, an integer in 1..4096 (default 1).
+    a, b : number, str or sequence, optional
+        Second-layer weights and biases: a number (broadcast to all m units), '1,-1', or a sequence of m numbers;
+        stored as a tuple of floats, or None for the default (all 1, all 0; a given value equal to the default is
+        stored as None too).
+    delta : float
+        n/d > 0 (required).
+    ridge : float
+        lambda >= 0 (default 0).
+    eta, steps : float, int
+        Constant step size eta > 0 for ``steps`` >= 0 steps, or
+    schedule : sequence of float
+        the step sizes eta_0..eta_{T-1} > 0 (a tuple of floats; a number is one step): exactly one of (eta and steps)
+        or schedule.
+    Sigma0 : number or nested sequence, optional
+        m x m symmetric positive semi-definite covariance of theta^0 (nested tuples; a number s is s I); None
+        (default) = identity, and an identity is stored as None.
+    M0 : nested sequence, optional
+        k x m initial overlap M_0 = Theta*^T Theta^0 (k from the link); None (default) = 0, and a zero matrix is
+        stored as None.
 
-    Contract:
+    Returns
+    -------
+    Problem
+        A frozen, hashable value compared by value (equal fields, equal problems).
 
-    * Construction validates everything and raises :class:`theorykit.TheorykitError` with a one-line message.
-    * Frozen, hashable and compared by value (equal fields, equal problems); ``problem.replace(**changes)`` returns a
-      new, re-validated Problem (``replace(schedule=...)`` drops eta and steps and ``replace(eta=..., steps=...)``
-      drops a schedule; a default a, b, Sigma0, M0 follows a new width or link).
-    * ``to_dict()`` / ``to_json()`` and ``Problem.from_dict()`` / ``Problem.from_json()`` round-trip to an equal
-      Problem.  ``key`` is the sha256 of the canonical JSON (sorted keys, floats by repr): the same in every process
-      and session, and different when any field is; result caches are keyed by it.
-    * Derived objects are built on first use and kept: ``network`` (:class:`theorykit.Network`), ``link_obj``,
-      ``activation_obj``, ``loss_obj``, ``analysis`` (:func:`theorykit.analyse_link` of the link, computed once).
-      ``k`` (latent dimension), ``m`` (width), ``etas`` (the step sizes as a NumPy array), ``n_steps``,
-      ``a_vector``, ``b_vector``, ``Sigma0_matrix``, ``M0_matrix`` are read-only views in NumPy form.
+        * ``problem.replace(**changes)`` returns a new, re-validated Problem (``replace(schedule=...)`` drops eta and
+          steps and ``replace(eta=..., steps=...)`` drops a schedule; a default a, b, Sigma0, M0 follows a new width
+          or link).
+        * ``to_dict()`` / ``to_json()`` and ``Problem.from_dict()`` / ``Problem.from_json()`` round-trip to an equal
+          Problem.  ``key`` is the sha256 of the canonical JSON (sorted keys, floats by repr): the same in every
+          process and session, and different when any field is; result caches are keyed by it.
+        * Derived objects are built on first use and kept: ``network`` (:class:`theorykit.Network`), ``link_obj``,
+          ``activation_obj``, ``loss_obj``, ``analysis`` (:func:`theorykit.analyse_link` of the link, computed
+          once).  ``k`` (latent dimension), ``m`` (width), ``etas`` (the step sizes as a NumPy array, shape (T,)),
+          ``n_steps``, ``a_vector``, ``b_vector`` (shape (m,)), ``Sigma0_matrix`` (m, m), ``M0_matrix`` (k, m) are
+          read-only views in NumPy form.
 
-    Example::
+    Raises
+    ------
+    TheorykitError
+        Construction validates everything and raises :class:`theorykit.TheorykitError` with a one-line message.
 
-        >>> import theorykit as tk
-        >>> p = tk.Problem("gelu", "phase-retrieval", delta=2, eta=0.5, steps=10)
-        >>> p.delta, p.k, p.m, p.etas[:2].tolist()
-        (2.0, 1, 1, [0.5, 0.5])
-        >>> tk.Problem.from_json(p.to_json()) == p
-        True
-        >>> q = p.replace(delta=3.0)
-        >>> q.delta, q.key != p.key
-        (3.0, True)
-        >>> tk.Problem("gelu", "phase-retrieval", width=2, a=1, delta=2, eta=0.5, steps=10).a is None  # the default
-        True
-        >>> tk.Problem("gelu", "phase-retrieval", width=3, a=0.5, delta=2, eta=0.5, steps=10).a  # broadcast
-        (0.5, 0.5, 0.5)
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> p = tk.Problem("gelu", "phase-retrieval", delta=2, eta=0.5, steps=10)
+    >>> p.delta, p.k, p.m, p.etas[:2].tolist()
+    (2.0, 1, 1, [0.5, 0.5])
+    >>> tk.Problem.from_json(p.to_json()) == p
+    True
+    >>> q = p.replace(delta=3.0)
+    >>> q.delta, q.key != p.key
+    (3.0, True)
+    >>> tk.Problem("gelu", "phase-retrieval", width=2, a=1, delta=2, eta=0.5, steps=10).a is None  # the default
+    True
+    >>> tk.Problem("gelu", "phase-retrieval", width=3, a=0.5, delta=2, eta=0.5, steps=10).a  # broadcast
+    (0.5, 0.5, 0.5)
     """
 
     activation: Any

@@ -559,43 +559,113 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          fine_lags="auto") -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
-    activation, loss, width, a, b: as for :class:`theorykit.Network`; link: as for :func:`theorykit.link`.
-    delta > 0.  Steps: ``eta`` (> 0) and ``steps`` (>= 0) for constant-step GD, or ``schedule`` (an array of step
-    sizes eta_t, e.g. from :func:`flow_schedule`).  ridge >= 0.  Sigma0 (m x m, default I) and M0 (k x m, default 0)
-    give the initial law theta^0 ~ N(0, Sigma0), M_0 = M0.
-    paths: total number of sample paths over all replicas (default ``defaults.DMFT_PATHS``, the CLI's too);
-    replicas (>= 2): independent solves whose spread gives the standard errors.  Two things the spread alone does not
-    show: a finite-path bias, because the noise of the estimated R_u enters C_theta quadratically (it is large for
-    Stein's estimator, small for direct Jacobians on the whole batch), and the right skew of replicas where rare
-    paths carry the result (long times with unbounded-below D, e.g. y = z^2).  Hence the defaults: response="auto"
-    takes direct Jacobians on the whole batch whenever they fit (memory RESPONSE_MEMORY, cost DIRECT_AUTO_FLOPS),
-    and bias_check="auto" is on whenever Stein's estimator is used, so that the reported standard error includes
-    the estimated bias.  latent: "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension,
-    default 32 in 1-D and 16 in 2-D), "gauss-legendre" (a single-index link with breakpoints in z: ``order`` nodes on
-    each piece between them; "auto" takes it when Gauss-Hermite misses the link's moments and it does not),
-    "monte-carlo" or "auto"; response_paths: paths per replica carrying the
-    response functions with response="direct" (default: the whole batch if it fits in RESPONSE_MEMORY, else as many
-    as fit); response: "auto", "stein" (R_u from Stein's lemma on the whole batch, O(t) per path per step) or
-    "direct" (Jacobians propagated on a response batch, O(t^2)); with a kinked activation or loss only "stein" is
-    exact and "auto" chooses it (docs/theory.md §3.1); sampler: "sobol" (scrambled QMC paths) or "random"; window:
-    with response "stein", the last ``window`` lags come exactly from per-path Jacobians on the whole batch and only
-    older lags from Stein's lemma (0: all by Stein).  ``response`` and ``window`` concern R_u; the hard process C_mu
-    uses pathwise tangents on the whole batch (:func:`hard_tangents`), or Stein kernels with a kink.  jitter:
-    relative diagonal jitter of the Cholesky factor; seed: replica r uses SeedSequence(seed).spawn(replicas)[r];
-    processes: parallel replicas (default min(replicas, CPUs)); kernels: keep the full two-time kernels.
-    bias_check (True, False or "auto"): also solve ``replicas`` more replicas with half the paths each (1.5x the
-    cost); ``bias`` = (their mean) - (the reported mean) estimates the finite-path bias of M, gram, the losses,
-    C_theta_tt and C_mu if it scales like 1/paths, and their ``stderr`` becomes sqrt(replica stderr^2 + bias^2)
-    (the replica part alone in ``bias["replica_stderr"]``).  horizon (>= steps): draw the Gaussian innovations for
-    ``horizon`` steps and use the first ``steps``, so that the solve is exactly the first ``steps`` steps of the solve
-    to ``horizon`` with the same seed and choices (a prefix; default: the solve's own steps).  hard_process=False
-    skips the hard-direction process (about a fifth of a long solve; C_mu empty, no finite-d capture prediction) for
-    callers that only need the easy dynamics and the laws (the threshold search).  fine_lags ("auto", None or an
-    int W >= 2), with response="direct": None propagates the Jacobians of every source time s (cost (T+1)^3 m^3 / 3
-    and memory (T+1)^2 m^2 floats per response path); W only those of a dyadic grid of sources (all s at lags < W,
-    every 2^j-th s at lags in [2^(j-1) W, 2^j W)) with R_u(t, s) linearly interpolated in s between them (about
-    0.375 W T^2 m^3 and T W log2(T/W) / 2 m^2 floats: docs/theory.md §3, numerics); "auto" takes W =
-    DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.  Returns a :class:`DMFTResult`.
+    The d -> infinity limit of full-batch GD for t = O(1) steps: the sample side r^t = M_t^T z + w^t +
+    sum_{s<t} R_theta(t, s) u^s, u^t = F(r^t, y), the parameter side theta^{t+1} = (1 - eta_t ridge) theta^t -
+    eta_t sum_{s<=t} R_u(t, s) theta^s - (eta_t/delta) g^t and M_{t+1} = (1 - eta_t ridge) M_t - eta_t E[z u^t^T],
+    solved forward in t (docs/theory.md §3; kinks: §3.1; the hard process mu^t: §3.2; ``init="spectral"``: §3.3).
+
+    Parameters
+    ----------
+    activation, loss, width, a, b
+        As for :class:`theorykit.Network`; or a :class:`theorykit.Problem` as the first argument (Problem form).
+    link
+        As for :func:`theorykit.link`.
+    delta : float
+        delta > 0.
+    eta, steps, schedule
+        Steps: ``eta`` (> 0) and ``steps`` (>= 0) for constant-step GD, or ``schedule`` (an array of step sizes
+        eta_t, e.g. from :func:`flow_schedule`).
+    ridge : float
+        ridge >= 0.
+    Sigma0, M0
+        Sigma0 (m x m, default I) and M0 (k x m, default 0) give the initial law theta^0 ~ N(0, Sigma0), M_0 = M0.
+    paths : int
+        Total number of sample paths over all replicas (default ``defaults.DMFT_PATHS``, the CLI's too).
+    replicas : int
+        (>= 2): independent solves whose spread gives the standard errors.  Two things the spread alone does not
+        show: a finite-path bias, because the noise of the estimated R_u enters C_theta quadratically (it is large
+        for Stein's estimator, small for direct Jacobians on the whole batch), and the right skew of replicas where
+        rare paths carry the result (long times with unbounded-below D, e.g. y = z^2).  Hence the defaults:
+        response="auto" takes direct Jacobians on the whole batch whenever they fit (memory RESPONSE_MEMORY, cost
+        DIRECT_AUTO_FLOPS), and bias_check="auto" is on whenever Stein's estimator is used, so that the reported
+        standard error includes the estimated bias.
+    latent : str
+        "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension, default 32 in 1-D and 16 in
+        2-D), "gauss-legendre" (a single-index link with breakpoints in z: ``order`` nodes on each piece between
+        them; "auto" takes it when Gauss-Hermite misses the link's moments and it does not), "monte-carlo" or "auto".
+    order : int, optional
+        Nodes of the latent rule (see ``latent``).
+    response_paths : int, optional
+        Paths per replica carrying the response functions with response="direct" (default: the whole batch if it
+        fits in RESPONSE_MEMORY, else as many as fit).
+    jitter : float
+        Relative diagonal jitter of the Cholesky factor.
+    sampler : str
+        "sobol" (scrambled QMC paths) or "random".
+    response : str
+        "auto", "stein" (R_u from Stein's lemma on the whole batch, O(t) per path per step) or "direct" (Jacobians
+        propagated on a response batch, O(t^2)); with a kinked activation or loss only "stein" is exact and "auto"
+        chooses it (docs/theory.md §3.1).
+    window : int
+        With response "stein", the last ``window`` lags come exactly from per-path Jacobians on the whole batch and
+        only older lags from Stein's lemma (0: all by Stein).  ``response`` and ``window`` concern R_u; the hard
+        process C_mu uses pathwise tangents on the whole batch (:func:`hard_tangents`), or Stein kernels with a kink.
+    seed : int
+        Replica r uses SeedSequence(seed).spawn(replicas)[r].
+    processes : int, optional
+        Parallel replicas (default min(replicas, CPUs)).
+    kernels : bool
+        Keep the full two-time kernels.
+    progress : bool
+        Draw a progress bar on stderr.
+    bias_check : bool or "auto"
+        (True, False or "auto"): also solve ``replicas`` more replicas with half the paths each (1.5x the cost);
+        ``bias`` = (their mean) - (the reported mean) estimates the finite-path bias of M, gram, the losses,
+        C_theta_tt and C_mu if it scales like 1/paths, and their ``stderr`` becomes sqrt(replica stderr^2 + bias^2)
+        (the replica part alone in ``bias["replica_stderr"]``).
+    keep_law_at : sequence of int
+        Times t at which the law of one sample (a ``PathLaw``, docs/theory.md §3) is kept in ``laws``.
+    exclude
+        Paths to exclude, as recorded by an earlier solve (``excluded_masks``; used by :func:`dmft_scan`).
+    init, spectral_T, spectral_steps, spectral_eta, spectral_m0
+        ``init="spectral"`` starts GD from the top eigenvector of the preprocessed data matrix, run as a power
+        iteration inside the DMFT (docs/theory.md §3.3; width m = 1 and single-index links).
+    horizon : int, optional
+        (>= steps): draw the Gaussian innovations for ``horizon`` steps and use the first ``steps``, so that the
+        solve is exactly the first ``steps`` steps of the solve to ``horizon`` with the same seed and choices (a
+        prefix; default: the solve's own steps).
+    hard_process : bool
+        False skips the hard-direction process (about a fifth of a long solve; C_mu empty, no finite-d capture
+        prediction) for callers that only need the easy dynamics and the laws (the threshold search).
+    fine_lags : "auto", None or int
+        (an int W >= 2), with response="direct": None propagates the Jacobians of every source time s (cost
+        (T+1)^3 m^3 / 3 and memory (T+1)^2 m^2 floats per response path); W only those of a dyadic grid of sources
+        (all s at lags < W, every 2^j-th s at lags in [2^(j-1) W, 2^j W)) with R_u(t, s) linearly interpolated in s
+        between them (about 0.375 W T^2 m^3 and T W log2(T/W) / 2 m^2 floats: docs/theory.md §3, numerics); "auto"
+        takes W = DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.
+
+    Returns
+    -------
+    DMFTResult
+        Replica means, with T + 1 time points reached, k latent dimensions, m the width and kH hard directions:
+        ``status`` ("ok" or "diverged", with ``diverged_at``), ``t`` (T+1,), ``M`` (T+1, k, m), ``gram``
+        (T+1, m, m) = M^T M + C_theta(t, t), ``train_loss`` and ``test_loss`` (T+1,), ``C_theta_tt`` (T+1, m, m),
+        ``C_mu`` (T+1, kH, m, m), ``D_tail`` (T+1, 4), ``stderr`` (the same keys -> standard errors over replicas),
+        ``kernels`` (with ``kernels=True``), ``settings``.
+
+    Raises
+    ------
+    TheorykitError
+        Bad inputs (one line); a kinked ingredient with an explicit ``response="direct"`` or ``window``, or an
+        activation that is itself discontinuous, is refused.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> p = tk.Problem("gelu", "phase-retrieval", delta=2, eta=0.5, steps=5)
+    >>> r = tk.dmft(p, paths=1024, replicas=2, processes=1)
+    >>> r.status, r.M.shape, r.gram.shape, r.C_mu.shape
+    ('ok', (6, 1, 1), (6, 1, 1), (6, 1, 1, 1))
     """
     t0 = _time.perf_counter()
     from ..problem import problem_or_keywords

@@ -454,6 +454,9 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
              threads: Optional[int] = None, storage: str = "float64") -> SimulationResult:
     """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
 
+    Theta^{t+1} = (1 - eta_t ridge) Theta^t - (eta_t/n) sum_i x_i F(r_i^t, y_i)^T on n = round(delta d) samples
+    x_i ~ N(0, I_d), in float64, with Theta* the first k axes: the finite-d referee of docs/theory.md §7.
+
     Two forms with the same numbers:
 
     * ``simulate(problem, *, d, ...)`` (or ``simulate(problem=problem, d=d, ...)``) with a :class:`theorykit.Problem`
@@ -463,20 +466,60 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
       ``Problem(activation, link, loss, width, a=a, ..., M0=M0)`` and runs the first form (None: the default of
       :mod:`theorykit.defaults`).
 
-    Problem: delta > 0 (n = round(delta d) >= 1), steps >= 0 and eta > 0 (or a schedule of step sizes: step t uses
-    eta_t), ridge >= 0; Sigma0, M0: Theta(0) = Theta* M0 + G Sigma0^(1/2) / sqrt(d) (module docstring; the default
-    I, 0 is the plain random init).  Numeric settings: d >= 1;
-    init: "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
-    default :data:`DEFAULT_SPECTRAL_T`).  constrained: project out the hard subspace at init and after every step.
-    hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never), with
-    ``theorykit.referee.hessian.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for md <= 400).
-    n_test: test-set size (default max(2000, n)).  progress: draw a progress bar on stderr.  stop_after_escape: K >= 0
-    ends the run K steps after the escape (the first success; the arrays then stop there and ``settings["stopped_at"]``
-    says where), None runs every step (an escape-time study needs only the escape).  kernel: "auto", "fused" or
-    "numpy" (module docstring); threads: the fused kernel's threads (default: the CPUs available; no effect on the
-    numbers).  storage: "float64" (default) or "float32" (X kept in float32, float64 arithmetic; module docstring).
-    Returns a :class:`SimulationResult` (its ``problem`` is the Problem it ran).  Bad inputs raise
-    :class:`TheorykitError` before anything is allocated.
+    Parameters
+    ----------
+    problem : Problem
+        Problem: delta > 0 (n = round(delta d) >= 1), steps >= 0 and eta > 0 (or a schedule of step sizes: step t
+        uses eta_t), ridge >= 0; Sigma0, M0: Theta(0) = Theta* M0 + G Sigma0^(1/2) / sqrt(d) (module docstring; the
+        default I, 0 is the plain random init).  In the keyword form its fields are given one by one.
+    d : int
+        d >= 1.
+    init : str
+        "random" (theta_j ~ N(0, I_d/d)) or "spectral" (spectral_T: expression in y, delta, or a Preprocessing;
+        default :data:`DEFAULT_SPECTRAL_T`).
+    constrained : bool
+        Project out the hard subspace at init and after every step.
+    seed : int
+        One seeded generator draws everything in a documented order: same seed, same numbers.
+    hessian_every, hessian_k, hessian_method
+        hessian_every: K > 0 records the bottom ``hessian_k`` Hessian eigenpairs at t = 0, K, 2K, ... (0: never),
+        with ``theorykit.referee.hessian.hessian_bottom`` (hessian_method "lanczos", "dense", or "auto": dense for
+        md <= 400).
+    n_test : int, optional
+        Test-set size (default max(2000, n)).
+    progress : bool
+        Draw a progress bar on stderr.
+    stop_after_escape : int, optional
+        K >= 0 ends the run K steps after the escape (the first success; the arrays then stop there and
+        ``settings["stopped_at"]`` says where), None runs every step (an escape-time study needs only the escape).
+    kernel : str
+        "auto", "fused" or "numpy" (module docstring).
+    threads : int, optional
+        The fused kernel's threads (default: the CPUs available; no effect on the numbers).
+    storage : str
+        "float64" (default) or "float32" (X kept in float32, float64 arithmetic; module docstring).
+
+    Returns
+    -------
+    SimulationResult
+        (its ``problem`` is the Problem it ran), with T recorded steps: ``status`` ("ok" or "diverged", with
+        ``diverged_at``), ``t`` (T,), ``M`` (T, k, m), ``gram`` (T, m, m), ``train_loss`` and ``test_loss`` (T,),
+        ``overlap`` (T,) (the success statistic), ``success`` (T,) bool, ``escape_time`` (first t with success, or
+        None), ``hessian``, ``settings``, ``theta`` (d, m).
+
+    Raises
+    ------
+    TheorykitError
+        Bad inputs raise :class:`TheorykitError` before anything is allocated (a size that does not fit in memory
+        too).
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> p = tk.Problem("gelu", "phase-retrieval", delta=2, eta=0.5, steps=5)
+    >>> s = tk.simulate(p, d=100, seed=0)
+    >>> s.status, s.M.shape, s.overlap.shape, s.theta.shape
+    ('ok', (6, 1, 1), (6,), (100, 1))
     """
     # simulate(problem, ...), simulate(problem=problem, ...) or the keyword form (a Problem built from it)
     problem = problem_or_keywords("simulate", activation, problem=problem, build=True, link=link, loss=loss,

@@ -114,24 +114,59 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
           **simulate_kwargs) -> pd.DataFrame:
     """Run :func:`simulate` for every delta in ``deltas`` and seed in ``seeds`` (same seeds at every delta).
 
-    simulate_kwargs: every other argument of simulate (activation, link, loss, width, d, steps, eta, ...), or
-    ``problem=`` a :class:`theorykit.Problem` (its delta is replaced by each of ``deltas``) with simulate's numeric
-    settings (d, init, ...).
-    processes: worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
-    scheduler: a Dask scheduler address ("tcp://host:8786") or a ``distributed.Client``: the runs go to that cluster's
+    Each row is one finite-d GD run of docs/theory.md §7 ("Scans"); :func:`theorykit.referee.summarise` turns the
+    rows into the success fraction per delta, successes / (ok + diverged) runs, with its binomial standard error.
+
+    Parameters
+    ----------
+    deltas : sequence of float
+        Positive sample ratios.  Deltas and seeds must each be given once (a repeat would count its runs twice).
+    seeds : iterable of int
+        The seeds, the same at every delta.
+    processes : int, optional
+        Worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
+    csv : str, optional
+        A file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If
+        it already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
+        written with other settings is refused.  Without it the runs go to a temporary file, removed afterwards.
+    progress : bool, optional
+        One progress bar on stderr (default: when stderr is a terminal).
+    quiet : bool
+        No line on stderr about failed runs (the caller reports them, e.g. the CLI).
+    scheduler : str or distributed.Client, optional
+        A Dask scheduler address ("tcp://host:8786") or a ``distributed.Client``: the runs go to that cluster's
         workers as tasks, one per run, single-threaded (``processes`` is ignored); rows, resuming and the CSV are as
         with local processes (the scheduler is not part of the settings, so a sweep started locally resumes on a
         cluster and back).
-    csv: a file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If it
-        already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
-        written with other settings is refused.  Without it the runs go to a temporary file, removed afterwards.
-    progress: one progress bar on stderr (default: when stderr is a terminal).  quiet: no line on stderr about
-        failed runs (the caller reports them, e.g. the CLI).
-    Deltas and seeds must each be given once (a repeat would count its runs twice).
-    Returns a DataFrame with columns :data:`COLUMNS` sorted by (delta, seed); ``df.attrs["settings"]`` holds the
-    settings written to the CSV header (plus ``processes``).  A sweep in which every run failed is returned like any
-    other (every row says why); the ``theorykit sweep`` command exits with status 2 on it.
-    Ctrl-C stops the workers at once and re-raises KeyboardInterrupt; the rows written to ``csv`` stay.
+    **simulate_kwargs
+        Every other argument of simulate (activation, link, loss, width, d, steps, eta, ...), or ``problem=`` a
+        :class:`theorykit.Problem` (its delta is replaced by each of ``deltas``) with simulate's numeric settings
+        (d, init, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (delta, seed), with columns :data:`COLUMNS` (delta, seed, status, success, escape_time,
+        final_overlap, max_overlap, final_train_loss, final_test_loss, steps_run, seconds, error) sorted by
+        (delta, seed); ``df.attrs["settings"]`` holds the settings written to the CSV header (plus ``processes``).
+        A sweep in which every run failed is returned like any other (every row says why); the ``theorykit sweep``
+        command exits with status 2 on it.
+
+    Raises
+    ------
+    TheorykitError
+        Deltas that are not positive numbers, seeds that are not integers, an empty grid, a repeated delta or seed,
+        a csv written with other settings.
+    KeyboardInterrupt
+        Ctrl-C stops the workers at once and re-raises KeyboardInterrupt; the rows written to ``csv`` stay.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> p = tk.Problem("gelu", "phase-retrieval", delta=2, eta=0.5, steps=5)
+    >>> df = tk.sweep([2.0, 4.0], [0, 1], problem=p, d=50, processes=1, quiet=True)
+    >>> len(df), df["delta"].tolist()
+    (4, [2.0, 2.0, 4.0, 4.0])
     """
     try:
         deltas = [float(x) for x in deltas]

@@ -233,8 +233,11 @@ def settings_grid(activations, losses, widths, links) -> list:
 
 def table(activations, links, columns=DEFAULT_COLUMNS, *, losses=("square",), widths=(1,), eta=1.0,
           cache: Optional[str] = None, progress: bool = False, **options) -> pd.DataFrame:
-    """One row per setting (activation x loss x width x link), one group of entries per column: what ``theorykit
-    table`` prints, as a DataFrame (see :func:`build` for the entries).
+    """One row per setting (activation x loss x width x link), one group of entries per column.
+
+    What ``theorykit table`` prints, as a DataFrame (see :func:`build` for the entries): delta_alg
+    (docs/theory.md §2), delta*(t) and delta_NN (docs/theory.md §5), the finite-d midpoint (docs/theory.md §5,
+    "At your d and horizon") and the simulated success (docs/theory.md §7) of each setting.
 
     Parameters
     ----------
@@ -244,7 +247,20 @@ def table(activations, links, columns=DEFAULT_COLUMNS, *, losses=("square",), wi
     losses, widths : the other axes of the grid.
     eta : a step size for every activation, or {activation: eta}.
     cache : a folder where finished cells are kept and read back (keyed by the Problem, the column and the options).
+    progress : draw a progress bar on stderr.
     options : :class:`TableOptions` fields (paths, replicas, seeds, deltas, delta_range, processes).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per setting, with columns activation, loss, width, link, eta, then per column NAME its group
+        (NAME, NAME_stderr, NAME_low, NAME_high, NAME_how, NAME_seconds, NAME_error, NAME_status), then seconds and
+        wall_seconds.
+
+    Raises
+    ------
+    TheorykitError
+        An ``eta`` dict naming an activation not in the grid, or an unknown option.
 
     Examples
     --------

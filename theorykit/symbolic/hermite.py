@@ -56,8 +56,45 @@ class HermiteExpansion:
 
 def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0,
                          wall_limit: Optional[float] = None) -> HermiteExpansion:
-    """mu_0..mu_degree of ``act`` (preset name, expression string or Activation); each coefficient under
-    ``wall_limit`` seconds of wall-clock time (default: :func:`theorykit.symbolic.gaussian.default_wall_limit`)."""
+    """mu_0..mu_degree of ``act`` (preset name, expression string or Activation).
+
+    The coefficients mu_k = E[sigma(G) He_k(G)] = E[sigma^(k)(G)], G ~ N(0, 1), in the probabilists' convention of
+    docs/theory.md §1, so that sigma = sum_k mu_k He_k / k!; computed as E[sigma(G) He_k(G)], they need no
+    distributional derivatives (docs/theory.md §3.1).
+
+    Parameters
+    ----------
+    act : str or Activation
+        Preset name, expression string or Activation.
+    degree : int
+        The highest k, in 0..40 (default 4).
+    time_limit : float
+        Seconds for the symbolic tier of each expectation (default 3).
+    wall_limit : float, optional
+        Each coefficient under ``wall_limit`` seconds of wall-clock time (default:
+        :func:`theorykit.symbolic.gaussian.default_wall_limit`).
+
+    Returns
+    -------
+    HermiteExpansion
+        ``activation`` and ``coefficients``, a tuple of degree + 1 ``HermiteCoefficient`` (``k``, ``exact`` or None,
+        ``value``, ``tier``, ``error``, ``method``); ``series()`` is sum_k mu_k He_k(x)/k!.
+
+    Raises
+    ------
+    TheorykitError
+        A degree outside 0..40, or an activation that cannot be built; a computation past ``wall_limit`` raises its
+        subclass TimeLimitError.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> h = tk.hermite_coefficients("gelu", 2)
+    >>> [c.exact for c in h.coefficients]
+    [1/(2*sqrt(pi)), 1/2, 3/(4*sqrt(pi))]
+    >>> h.coefficients[2].tier
+    'exact'
+    """
     act = make_activation(act)
     if not isinstance(degree, int) or degree < 0 or degree > 40:
         raise TheorykitError(f"degree must be an integer in 0..40, got {degree!r}")

@@ -216,8 +216,41 @@ def _split_params(spec: str, registry: dict) -> tuple[str, dict]:
 def activation(spec) -> Activation:
     """An :class:`Activation` from a preset name ('gelu', 'relu', ...), an expression in x, or an Activation.
 
-    Refused with one line: an expression that is not admissible (:func:`activation_problem`), and a name that is
-    neither a preset nor an expression (with the nearest preset names when there are any)."""
+    sigma is the activation of the network f(r) = (1/m) sum_j a_j sigma(r_j + b_j) of docs/theory.md §1; its
+    Hermite coefficients mu_k = E[sigma(G) He_k(G)] follow the convention of docs/theory.md §1, and a sigma whose
+    derivative jumps (ReLU, abs) is handled as in docs/theory.md §3.1.
+
+    Parameters
+    ----------
+    spec : str, sympy.Expr or Activation
+        A preset name ('quad', 'gelu', 'relu', 'tanh', 'erf', 'linear', 'he2', 'he3'), an expression string in x
+        (parsed through the whitelist parser), a SymPy expression in x, or an Activation (returned as is).
+
+    Returns
+    -------
+    Activation
+        ``name`` (str) and ``expr`` (the SymPy expression sigma(x)), with the derivatives ``d1_expr``, ``d2_expr``,
+        ``kinks`` and vectorised NumPy functions.
+
+    Raises
+    ------
+    TheorykitError
+        Refused with one line: an expression that is not admissible (:func:`activation_problem`), and a name that
+        is neither a preset nor an expression (with the nearest preset names when there are any).
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> tk.activation("gelu").expr
+    x*(erf(sqrt(2)*x/2)/2 + 1/2)
+    >>> tk.activation("x**2").name
+    'x**2'
+    >>> try:
+    ...     tk.activation("gleu")
+    ... except tk.TheorykitError as err:  # a ParseError, a subclass
+    ...     print(err)
+    unknown activation 'gleu': did you mean 'gelu'?
+    """
     from . import presets
 
     if isinstance(spec, Activation):
@@ -365,7 +398,37 @@ def _tail_problem(expr: sp.Expr) -> str:
 
 
 def loss(spec) -> Loss:
-    """A :class:`Loss` from a preset name ('square', 'logistic', 'huber') or an expression in y and yhat."""
+    """A :class:`Loss` from a preset name ('square', 'logistic', 'huber') or an expression in y and yhat.
+
+    The loss is l(y, yhat) of the empirical risk L(Theta) = (1/n) sum_i l(y_i, f(r_i)) + (ridge/2) ||Theta||_F^2 of
+    docs/theory.md §1, with l' = dl/dyhat and l'' = d^2 l/dyhat^2 entering the per-sample derivatives F and D; a loss
+    whose l' jumps is handled as in docs/theory.md §3.1.
+
+    Parameters
+    ----------
+    spec : str or Loss
+        A preset name ('square', 'logistic', 'huber'), an expression string in y and yhat, or a Loss (returned as
+        is).
+
+    Returns
+    -------
+    Loss
+        ``name`` and ``expr`` (the SymPy expression l(y, yhat)), with ``d1_expr``, ``d2_expr``,
+        ``derivative_jumps`` and vectorised NumPy functions.
+
+    Raises
+    ------
+    TheorykitError
+        An expression that does not depend on yhat, or a text that is neither a preset nor a valid expression.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> tk.loss("logistic").expr
+    softplus(-y*yhat)
+    >>> tk.loss("(y - yhat)**2/2").name
+    '(y - yhat)**2/2'
+    """
     from . import presets
 
     if isinstance(spec, Loss):
@@ -380,7 +443,41 @@ def loss(spec) -> Loss:
 
 
 def link(spec) -> Link:
-    """A :class:`Link` from a preset name or an expression in z (or z1..zk) and optionally eps."""
+    """A :class:`Link` from a preset name or an expression in z (or z1..zk) and optionally eps.
+
+    The link is the target y = h(z, eps) of docs/theory.md §1, with latent vector z = Theta*^T x ~ N(0, I_k) and,
+    for a noisy link, eps ~ N(0, 1) independent of x; its easy and hard directions are analysed in docs/theory.md
+    §2 (:func:`theorykit.analyse_link`).
+
+    Parameters
+    ----------
+    spec : str or Link
+        A preset name ('phase-retrieval', 'noisy-phase-retrieval', 'relu', 'abs', 'sign-symmetric', 'linear',
+        'easy-quadratic', 'product', 'staircase'), an expression string in z (single index) or z1..zk (latent indices
+        1..16) and optionally eps, or a Link (returned as is).
+
+    Returns
+    -------
+    Link
+        ``name``, ``expr`` (the SymPy expression h), ``k`` (the latent dimension), ``latent`` (its latent symbols),
+        ``reindexed`` (the renaming of unused/renumbered latent indices, with a ``note``), ``noisy``, and
+        ``response`` / ``sample`` to evaluate or draw it.
+
+    Raises
+    ------
+    TheorykitError
+        A latent index outside z1..z16, or a text that is neither a preset nor a valid expression (with the nearest
+        preset names when there are any).
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> lk = tk.link("phase-retrieval")
+    >>> lk.expr, lk.k
+    (z**2, 1)
+    >>> tk.link("z1 + z2**2").k
+    2
+    """
     from . import presets
 
     if isinstance(spec, Link):

@@ -405,8 +405,42 @@ def link_breakpoints(lk: Link) -> list:
 def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
     """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link).
 
+    Computes everything of docs/theory.md §2: the easy and hard subspaces, the information and generative exponents
+    (k = 1), and the weak-recovery threshold of the best spectral method, delta_alg = 1 / E_y[(E[z^2 | y] - 1)^2] for
+    a single index (0 when E[z | y] is not identically zero), and delta_alg = 1 / sup_{M >= 0, ||M||_F = 1}
+    ||E_y[G(y) M G(y)]||_F with G(y) = E[z z^T | y] - I_k for a multi-index link with no easy direction.
+
     Memoised on the link's expression (the symbolic delta_alg of a Piecewise link takes seconds, and the simulator and
-    the DMFT ask for every seed and every solve); each call gets its own copies of the bases."""
+    the DMFT ask for every seed and every solve); each call gets its own copies of the bases.
+
+    Parameters
+    ----------
+    spec : str or Link
+        The link: a preset name, an expression, or a Link (as for :func:`theorykit.link`).
+    max_degree : int
+        Highest degree of the test monomials in (y, U^T z) used to find the easy directions (default 4).
+
+    Returns
+    -------
+    LinkAnalysis
+        ``information_exponent`` and ``generative_exponent`` (int, or None beyond the search range), ``easy_basis``
+        and ``hard_basis`` ((k, dim) arrays with orthonormal columns), ``easy_dim``, ``hard_dim``, ``delta_alg`` (a
+        ``DeltaAlg``: ``exact``, ``value``, ``error``, ``method``), ``method`` and ``notes``.
+
+    Raises
+    ------
+    TheorykitError
+        When the link cannot be built (see :func:`theorykit.link`).
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> a = tk.analyse_link("phase-retrieval")
+    >>> a.information_exponent, a.generative_exponent, a.delta_alg.exact
+    (2, 2, 1/2)
+    >>> a.hard_basis.shape, a.easy_dim
+    ((1, 1), 0)
+    """
     a = _analyse_cached(make_link(spec), max_degree)
     return replace(a, easy_basis=a.easy_basis.copy(), hard_basis=a.hard_basis.copy())
 

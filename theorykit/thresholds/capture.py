@@ -498,8 +498,11 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
 
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
              seed: int = defaults.DMFT_SEED, m0s=None, rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
-    """What GD at dimension d does by a horizon, from the DMFT (docs/theory.md §5, "At your d and horizon"; width
-    m = 1 or 2).
+    """What GD at dimension d does by a horizon, from the DMFT (width m = 1 or 2).
+
+    P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d); for m = 1,
+    P(chi2_1 > d m*(t)^2 / v_eff) (docs/theory.md §5, "At your d and horizon", and the matched prediction of
+    docs/theory.md §3.2).
 
     Per delta of ``deltas``: one DMFT run with the linear hard process (V_eff(t), the covariance of the effective
     initial overlap vector, and the time ``hard_reliable_until`` up to which the linear process is trusted), and for
@@ -507,12 +510,50 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.thresholds.capture_curve`: m*(t; u) for every t at once).
     m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
     circle under the problem's symmetries (:func:`symmetries`).  Then for every d of ``ds`` and t <= horizon
-    P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d) (see
-    :func:`capture_probabilities`; m = 1: P(chi2_1 > d m*(t)^2 / v_eff)).  Read off it: the midpoint
-    delta_1/2(d, horizon) where P crosses 1/2 along the deltas (band: where the band's ends cross), and the escape
-    time t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).
-    A delta whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go on.  problem: a
-    :class:`theorykit.Problem` with m <= 2, constant steps, no M0 (its delta and steps are replaced)."""
+    P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
+    where P crosses 1/2 along the deltas (band: where the band's ends cross), and the escape time t_1/2(delta, d),
+    the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).  A delta whose DMFT
+    diverges (GD itself does) keeps its error and P = NaN; the others go on.
+
+    Parameters
+    ----------
+    problem : Problem
+        A :class:`theorykit.Problem` with m <= 2, constant steps, no M0 (its delta and steps are replaced).
+    deltas : sequence of float
+        The sample ratios.
+    ds : sequence of int
+        The dimensions d >= 1.
+    horizon : int
+        The horizon T >= 1.
+    paths, replicas, seed : int
+        The DMFT's.
+    m0s : sequence of float, optional
+        The ladder of initial overlaps (default FINITE_D_LADDER).
+    rays : int
+        Directions for m = 2 (>= 2).
+    progress : bool
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    FiniteD
+        ``probability``, ``low``, ``high`` ((deltas, ds, horizon + 1) arrays), ``midpoints`` ([{d, horizon,
+        midpoint, band, note}]), ``escape_time`` ([{delta, d, t, band, note}]), ``per_delta`` and ``method``.
+
+    Raises
+    ------
+    TheorykitError
+        Not a Problem; width m >= 3; a schedule or an M0; a link with no hard direction; bad deltas, ds, horizon or
+        rays.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pp = tk.Problem("gelu", "phase-retrieval", delta=8.0, eta=1.0, steps=10)
+    >>> fd = tk.finite_d(pp, [4.0, 16.0], [100], 10, paths=1024, replicas=2, m0s=[0.01, 0.05, 0.2, 0.5])
+    >>> fd.probability.shape, [m["d"] for m in fd.midpoints]
+    ((2, 1, 11), [100])
+    """
     from ..problem import Problem
 
     if not isinstance(problem, Problem):

@@ -40,10 +40,50 @@ class DeltaDyn:
 
 
 def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **dmft_options) -> DeltaDyn:
-    """gamma(delta) = -d ln m*/dT (:func:`.capture.growth_rate` on :func:`.capture.capture_curve`,
-    one ladder of DMFT runs per delta, each to T = t_range[1]) at every delta of ``deltas``, and delta_dyn where gamma
-    crosses 0.  problem: m = 1, constant steps, no M0 (its delta is replaced); dmft_options: paths, replicas, seed,
-    ... (the same seed at every delta)."""
+    """gamma(delta) = -d ln m*/dT at every delta of ``deltas``, and delta_dyn where gamma crosses 0.
+
+    m*(T) is the smallest initial hard overlap m0 from which the nonlinear DMFT reaches cos^2 > 1/2 by T;
+    gamma(delta) = -d ln m*/dT (:func:`.capture.growth_rate` on :func:`.capture.capture_curve`, one ladder of DMFT
+    runs per delta, each to T = t_range[1]) and delta_dyn is where gamma crosses 0 (docs/theory.md §5, "The
+    dynamical criterion").
+
+    Parameters
+    ----------
+    problem : Problem
+        m = 1, constant steps, no M0 (its delta is replaced).
+    deltas : sequence of float
+        At least two deltas.
+    t_range : (int, int)
+        The fit window (t1, t2), with t1 + 2 <= t2.
+    m0s : sequence of float, optional
+        The ladder of initial overlaps (default: LADDER_POINTS geometric rungs).
+    progress : bool
+        Draw a progress bar on stderr.
+    **dmft_options
+        paths, replicas, seed, ... (the same seed at every delta).
+
+    Returns
+    -------
+    DeltaDyn
+        ``value`` (NaN when gamma does not change sign on the grid: ``reason`` says which way), ``stderr``,
+        ``gamma`` (one entry per delta {"delta", "value", "stderr", "t_range", "points"}), ``t_range``,
+        ``criterion`` "dynamical", ``method``.
+
+    Raises
+    ------
+    TheorykitError
+        Fewer than two deltas, or a bad ``t_range``.  A delta whose GD diverges, or whose m* leaves the ladder on
+        the range, gets value NaN with a note instead.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pp = tk.Problem("gelu", "phase-retrieval", delta=8.0, eta=1.0, steps=10)
+    >>> dd = tk.delta_dyn(pp, [4.0, 16.0], (5, 10), m0s=[0.01, 0.05, 0.2, 0.5], paths=1024, replicas=2,
+    ...                   processes=1)
+    >>> dd.criterion, [g["delta"] for g in dd.gamma]
+    ('dynamical', [4.0, 16.0])
+    """
     grid = sorted(check_deltas(deltas, at_least=2))
     try:
         t1, t2 = (check_int("t_range", v, 0) for v in t_range)

@@ -127,9 +127,37 @@ class HessianAt:
 def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None,
             paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
             seed: int = defaults.DMFT_SEED, progress: bool = False) -> HessianAt:
-    """The Hessian at GD time t for a :class:`theorykit.Problem` (docs/theory.md §4): the DMFT to t (its law of
-    (D, zeta) kept at t), the law truncated at n = delta d samples (or ``n``) when given, and the bulk edge and hard
-    outliers of H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I solved on it.
+    """The Hessian at GD time t for a :class:`theorykit.Problem` (docs/theory.md §4).
+
+    The DMFT to t (its law of (D, zeta) kept at t), the law truncated at n = delta d samples (or ``n``) when given,
+    and the bulk edge and hard outliers of H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I solved on it: the bulk from
+    S(z) = (-z I_m + E[(I_m + D S(z)/delta)^{-1} D])^{-1}, the hard outliers from det(Phi(lambda) - lambda I) = 0
+    (docs/theory.md §4).
+
+    Parameters
+    ----------
+    problem : Problem
+        The learning problem; its step sizes are used up to t.
+    t : int
+        The GD time, >= 0.
+    d, n : int, optional
+        Truncate the law at n = delta d samples (or at ``n``); default: no truncation.
+    paths, replicas, seed : int
+        The DMFT's.
+    progress : bool
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    HessianAt
+        ``t``, ``law`` (a :class:`theorykit.spectra.HessianLaw`, truncated at its 1/n quantile when d or n was
+        given), ``prediction`` (a :class:`theorykit.spectra.HessianPrediction`: edge, hard outliers with their
+        overlap^2, margin) and ``dmft``, the DMFT result the law was read from.
+
+    Raises
+    ------
+    TheorykitError
+        When the DMFT did not reach t (it diverged; the message carries its hint on eta).
 
     Examples
     --------
@@ -197,12 +225,53 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
                **dmft_options) -> list:
     """delta*(t) for every t in ``times`` (module docstring) -> list of :class:`DeltaStar`, one per t (sorted).
 
-    deltas: the scan grid (default ``points`` log-spaced values in ``delta_range``); d or n: the truncation at the
-    user's dimension (n = delta d moves with delta) or sample count; paths, replicas, seed and ``dmft_options``: the
-    DMFT's (the Problem's step sizes are used to T = max(times); from T = THRESHOLD_DIRECT_FROM_T on, direct Jacobian
-    responses unless ``response`` is given or an ingredient is kinked); refine: regula-falsi DMFT solves per t after the
-    grid.  Errors (one line): no hard direction; no sign change on the grid for some t (with the margins tried);
-    an outlier already at the grid's first delta."""
+    delta*(t) is the smallest delta at which the DMFT state at time t has a hard outlier below the left edge of the
+    Hessian's bulk: the sign change in delta of the margin -min eig(Phi(lambda_e) - lambda_e I) at the edge
+    (docs/theory.md §5, "delta*(t): how it is computed"; the margin: docs/theory.md §4).
+
+    Parameters
+    ----------
+    problem : Problem
+        A :class:`theorykit.Problem` with a hard direction; its delta is replaced along the scan.
+    times : sequence of int
+        The times t >= 0.
+    deltas : sequence of float, optional
+        The scan grid (default ``points`` log-spaced values in ``delta_range``).
+    delta_range : (float, float)
+        The grid's range when ``deltas`` is not given.
+    points : int
+        The grid's number of deltas when ``deltas`` is not given.
+    d, n : int, optional
+        The truncation at the user's dimension (n = delta d moves with delta) or sample count.
+    paths, replicas, seed, **dmft_options
+        The DMFT's (the Problem's step sizes are used to T = max(times); from T = THRESHOLD_DIRECT_FROM_T on, direct
+        Jacobian responses unless ``response`` is given or an ingredient is kinked).
+    refine : int
+        Regula-falsi DMFT solves per t after the grid.
+    progress : bool
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    list of DeltaStar
+        One per t, sorted by t: ``value`` (the threshold), ``stderr``, ``bracket`` (a, b), ``edge``, ``outlier``,
+        ``overlap2`` (at b), ``truncation_n``, ``unbounded`` and ``tried`` (the (delta, margin) pairs evaluated).
+
+    Raises
+    ------
+    TheorykitError
+        Errors (one line): no hard direction; no sign change on the grid for some t (with the margins tried); an
+        outlier already at the grid's first delta; a Hessian that is PSD almost surely (use
+        :func:`theorykit.delta_dyn`).
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pr = tk.Problem("gelu", "sign-symmetric", "logistic", delta=9.0, eta=1.0, steps=10)
+    >>> ds = tk.delta_star(pr, [5], deltas=[2.0, 4.0, 8.0, 16.0], paths=2048, replicas=2, refine=0, processes=1)
+    >>> len(ds), ds[0].t, 2.0 <= ds[0].value <= 16.0
+    (1, 5, True)
+    """
     p, ts = _check_problem(problem, times)
     if d is not None and n is not None:
         raise TheorykitError("give d or n, not both")
@@ -448,13 +517,59 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
 def delta_nn(problem, T: int, *, times=None, points_t: int = NN_POINTS, first_t: int = NN_FIRST_T,
              tol: float = NN_TOL, settle_tol: float = NN_SETTLE_TOL, d: Optional[int] = None, n: Optional[int] = None,
              dyn_range=None, dyn_deltas=None, **delta_star_options) -> DeltaNN:
-    """delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T (:func:`geometric_times`, or ``times``)
-    — one :func:`delta_star` scan serves every t — judged by :func:`delta_nn_from`'s rule.  d or n: the truncation
-    (required in effect where D is unbounded below).  Other options go to :func:`delta_star`.
+    """delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T, with its evidence.
+
+    delta*(t) on a geometric t grid up to T (:func:`geometric_times`, or ``times``) — one :func:`delta_star` scan
+    serves every t — judged by :func:`delta_nn_from`'s rule: converged iff the last two increments are both
+    <= ``tol`` x delta*(T) and the edge and low quantiles of D have settled within ``settle_tol`` (docs/theory.md §5,
+    "delta_NN: the limit, its rule and its evidence").
 
     Where the Hessian is PSD almost surely (:func:`spectral_inapplicable`) no outlier can exist and delta*(t) is
     infinite: delta_NN is then the dynamical criterion's :func:`theorykit.thresholds.delta_dyn` on the window
-    ``dyn_range`` = (T1, T2) over ``dyn_deltas`` (criterion "dynamical"; an error names them when missing)."""
+    ``dyn_range`` = (T1, T2) over ``dyn_deltas`` (criterion "dynamical"; an error names them when missing;
+    docs/theory.md §5, "The dynamical criterion").
+
+    Parameters
+    ----------
+    problem : Problem
+        A :class:`theorykit.Problem`.
+    T : int
+        The last time of the grid.
+    times : sequence of int, optional
+        The t grid (it must end at T); default ``points_t`` geometric times from ``first_t``.
+    points_t, first_t : int
+        The default grid.
+    tol, settle_tol : float
+        The rule's tolerances.
+    d, n : int, optional
+        The truncation (required in effect where D is unbounded below).
+    dyn_range, dyn_deltas
+        The dynamical criterion's window and deltas, used where the Hessian is PSD almost surely.
+    **delta_star_options
+        Other options go to :func:`delta_star`.
+
+    Returns
+    -------
+    DeltaNN
+        ``value`` (delta*(T) at the grid's last time, a lower bound when not converged), ``stderr``, ``criterion``
+        ("spectral" or "dynamical"), ``converged``, ``sequence`` (the DeltaStar of every grid time), ``increments``,
+        ``settled``, ``unbounded``, ``truncation``, ``note``.
+
+    Raises
+    ------
+    TheorykitError
+        A t grid that does not end at T; fewer than 3 times; a PSD Hessian without ``dyn_range``; and the errors of
+        :func:`delta_star`.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pr = tk.Problem("gelu", "sign-symmetric", "logistic", delta=9.0, eta=1.0, steps=10)
+    >>> nn = tk.delta_nn(pr, 20, times=[5, 10, 20], deltas=[2.0, 4.0, 8.0], paths=2048, replicas=2, refine=0,
+    ...                  processes=1)
+    >>> nn.criterion, len(nn.sequence), [s.t for s in nn.sequence]
+    ('spectral', 3, [5, 10, 20])
+    """
     ts = sorted(set(times)) if times is not None else geometric_times(T, points_t, first_t)
     if max(ts) != T:
         raise TheorykitError(f"the t grid must end at T = {T}, got {ts}")
