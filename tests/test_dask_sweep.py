@@ -47,6 +47,19 @@ def test_cli_scheduler(cluster, capsys):
     assert "not both" in capsys.readouterr().err
 
 
+def test_table_sim_column_on_the_cluster_equals_local_processes(cluster, capsys, tmp_path):
+    """theorykit table --scheduler: the sim column's runs go to the cluster, with the numbers of local processes."""
+    base = ["table", "--activations", "gelu", "--link", "phase-retrieval", "--columns", "sim@d=60:T=20", "--deltas",
+            "3,12", "--seeds", "2", "--json"]
+    assert main(base + ["--scheduler", cluster.scheduler_address, "--cache", str(tmp_path / "a")]) == 0
+    on_dask = json.loads(capsys.readouterr().out)["rows"][0]
+    assert main(base + ["--processes", "2", "--cache", str(tmp_path / "b")]) == 0
+    local = json.loads(capsys.readouterr().out)["rows"][0]
+    assert on_dask["sim@d=60:T=20_status"] == "computed" and on_dask["sim@d=60:T=20_how"] == local["sim@d=60:T=20_how"]
+    assert main(base + ["--processes", "2", "--scheduler", cluster.scheduler_address]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
 def test_unreachable_scheduler_is_one_line(capsys):
     from theorykit import runner
 

@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "theorykit"
 
 SHARED = ("theorykit.conventions", "theorykit.errors", "theorykit._checks", "theorykit.defaults",
           "theorykit.problem", "theorykit.population", "theorykit.rules", "theorykit.symbolic", "theorykit.runner",
-          "theorykit.cases", "theorykit.version")
+          "theorykit.cases", "theorykit.version", "theorykit.cache")
 #: layer -> the layers it may import (its own included)
 ALLOWED = {
     "shared": {"shared"},

@@ -7,6 +7,8 @@ import warnings
 import pytest
 import sympy as sp
 
+import theorykit as tk
+
 from theorykit import conventions as cv
 from theorykit.cli import main
 from theorykit.errors import TheorykitError
@@ -151,3 +153,86 @@ def test_a_directly_built_link_keeps_its_unused_coordinate():
     assert a.k == 2 and (a.easy_dim, a.hard_dim) == (0, 2) and a.link.reindexed == ()
     assert a.delta_alg.exact is None and a.delta_alg.error < 0.01
     assert abs(a.delta_alg.value - 0.5) <= a.delta_alg.error
+
+
+# ------------------------------------------------------------------------------------------------ numerical failures
+# (issue: one diverging delta ended the whole threshold with exit 2, the code for bad input; all-or-nothing answers)
+_XQ = ["threshold", "--activation", "x + 0.5*x**2", "--link", "phase-retrieval", "--loss", "square", "--eta", "1",
+       "--delta-range", "10", "40", "--points", "4", "--paths", "2048", "--replicas", "2"]
+
+
+def test_threshold_answers_the_t_that_resolve_and_says_why_the_others_do_not(capsys):
+    """sigma = x + x^2/2, eta = 1: at t = 50 the DMFT diverges at the low deltas of [10, 40], while t = 0 has
+    its threshold inside the range.  t = 0 is answered, t = 50 carries its reason, the exit status is 0."""
+    assert main(_XQ + ["--t", "0", "50", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_t = {q["t"]: q for q in out["delta_star"]}
+    assert by_t[0]["value"] is not None and 10 < by_t[0]["value"] < 40 and by_t[0]["error"] == ""
+    assert by_t[50]["value"] is None and "undefined below it" in by_t[50]["error"]
+    assert out["problem"]["activation"] == "x + 0.5*x**2"  # --json says which problem it solved
+    # the text names its columns and says delta_alg is exact
+    assert main(_XQ + ["--t", "0", "50"]) == 0
+    txt = capsys.readouterr().out
+    assert "delta_alg = 0.5 = 1/2 (exact)" in txt and "columns: delta* with its standard error" in txt
+    assert "delta*(t = 50): the margin is positive from delta = " in txt
+
+
+def test_no_t_resolved_is_no_answer_not_bad_input(capsys):
+    from theorykit.errors import NoAnswer
+    from theorykit.thresholds import delta_star
+
+    assert main(_XQ + ["--t", "50"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("theorykit: no answer: delta*(t = 50)") and len(err.strip().splitlines()) == 1
+    pr = tk.Problem("x + 0.5*x**2", "phase-retrieval", "square", delta=10.0, eta=1.0, steps=50)
+    with pytest.raises(NoAnswer) as info:
+        delta_star(pr, [50], delta_range=(10, 40), points=4, paths=2048, replicas=2)
+    assert [q.t for q in info.value.partial] == [50] and "undefined below" in info.value.partial[0].error
+
+
+def test_margins_trend_is_reported_when_the_range_is_too_low():
+    from theorykit.thresholds.spectral import no_sign_change_reason
+
+    msg = no_sign_change_reason(0, [(100.0, -0.09), (150.0, -0.05), (200.0, -0.0217)], [100.0, 150.0, 200.0])
+    assert "still rises at the top (-0.0217 at delta = 200" in msg and "raise the range" in msg
+
+
+def test_table_takes_delta_star_at_t_0_and_problem_has_one_dict_convention():
+    from theorykit.report.table import parse_columns
+
+    assert parse_columns("delta_star@t=0")[0].name == "delta_star@t=0"
+    with pytest.raises(tk.TheorykitError, match="must be >= 1"):
+        parse_columns("delta_nn@T=0")
+    p = tk.Problem("gelu", "phase-retrieval", delta=2.0, eta=1.0, steps=1)
+    assert tk.Problem.from_dict(p.as_dict()) == p and not hasattr(p, "to_dict")
+
+
+def test_table_delta_star_bracket_is_not_shown_as_an_error_bar():
+    import math
+
+    from theorykit.report.table import cell_text
+
+    df = tk.table("gelu", "sign-symmetric", "delta_star@t=0", losses=("logistic",), paths=2048, replicas=2,
+                  delta_range=(2.0, 12.0))
+    row = df.to_dict("records")[0]
+    assert row["delta_star@t=0_status"] == "computed" and 2 < row["delta_star@t=0"] < 12
+    assert math.isnan(row["delta_star@t=0_low"]) and "search bracket, not an error bar" in row["delta_star@t=0_how"]
+    assert "[" not in cell_text(row, "delta_star@t=0")
+    band = {"x": 7.0, "x_stderr": math.nan, "x_low": 6.5, "x_high": 7.5}
+    assert cell_text(band, "x") == "7 (band 6.5–7.5)"
+
+
+def test_an_off_scale_mark_is_a_labelled_arrow_not_a_data_point():
+    import pandas as pd
+
+    from theorykit.report import figures
+
+    df = pd.DataFrame({"delta": [2.0, 3.0], "success_probability": [0.0, 0.5], "low": [0.0, 0.2],
+                       "high": [0.2, 0.8]})
+    fig = figures.success({"gelu": df}, marks={"gelu": {"delta_alg": 0.5, "delta_NN": 9.0}})
+    ax = fig.axes[0]
+    texts = [a.get_text() for a in ax.texts]
+    assert "delta_alg = 0.5" in texts and "delta_NN = 9" in texts  # labelled arrows
+    drawn = [line for line in ax.lines if len(line.get_xdata())]
+    assert all(min(line.get_xdata()) >= 2.0 and max(line.get_xdata()) <= 3.0 for line in drawn
+               if line.get_linestyle() == "None")  # no marker outside the data's own x range

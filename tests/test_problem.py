@@ -159,16 +159,16 @@ def _rich():
 @pytest.mark.parametrize("make", [base, _rich])
 def test_json_round_trip(make):
     p = make()
-    d = p.to_dict()
+    d = p.as_dict()
     assert d["format"] == problem_module.FORMAT
     back = Problem.from_json(p.to_json())
     assert back == p and back.key == p.key and back.to_json() == p.to_json()
     assert Problem.from_dict(json.loads(p.to_json(indent=2))) == p
-    assert Problem.from_dict(d) == p and d == p.to_dict()  # from_dict does not consume its argument
+    assert Problem.from_dict(d) == p and d == p.as_dict()  # from_dict does not consume its argument
 
 
 def test_from_dict_errors_are_one_line():
-    d = base().to_dict()
+    d = base().as_dict()
     for bad, match in [({**d, "format": "other/9"}, "unknown Problem format"), ({**d, "paths": 3}, "unknown Problem"),
                        ({k: v for k, v in d.items() if k != "link"}, "has no 'link'")]:
         with pytest.raises(TheorykitError, match=match):

@@ -59,3 +59,39 @@ def test_table_front_door():
         tk.table("gelu", "phase-retrieval", "delta_alg", pathz=3)
     with pytest.raises(tk.TheorykitError, match="not among the activations"):
         tk.table("gelu", "phase-retrieval", "delta_alg", eta={"quad": 1.0})
+
+
+def test_every_result_is_a_frozen_dataclass():
+    """What the public functions return cannot be changed after the fact (results say how they were obtained)."""
+    import dataclasses
+
+    from theorykit import claims, dynamics, referee, spectra, symbolic, thresholds
+
+    classes = [dynamics.DMFTResult, dynamics.PathLaw, dynamics.ClosedFormDMFT, dynamics.LinearGDLimit,
+               referee.SimulationResult, referee.HessianSpectrum, spectra.SpectralPrediction, spectra.HessianPrediction,
+               spectra.HessianLaw, thresholds.DeltaStar, thresholds.DeltaNN, thresholds.DeltaDyn, thresholds.FiniteD,
+               thresholds.HessianAt, thresholds.capture.CaptureThreshold, thresholds.capture.CaptureCurve,
+               thresholds.capture.GrowthRate, symbolic.LinkAnalysis, symbolic.DeltaAlg, symbolic.HermiteExpansion,
+               symbolic.Expectation, claims.CheckResult]
+    loose = [c.__name__ for c in classes if not (dataclasses.is_dataclass(c) and c.__dataclass_params__.frozen)]
+    assert not loose, loose
+
+
+def test_one_cache_scheme(tmp_path):
+    """theorykit.cache: content keys are stable and order-free; a record is read back under its key only; the table's
+    cells, the plot's predictions, the validation cases and the seed files all go through it."""
+    import inspect
+
+    from theorykit import cache
+    from theorykit.report import table, writer
+    from theorykit.validation import seeds
+
+    assert cache.content_key({"a": 1, "b": [1, 2]}) == cache.content_key({"b": [1, 2], "a": 1})
+    assert cache.content_key({"a": 1}) != cache.content_key({"a": 2}) and len(cache.content_key({}, 12)) == 12
+    store = cache.JsonCache(str(tmp_path / "c"))
+    assert store.get("k") is None
+    store.put("case_1/x y", {"rows": [1.5, float("nan")]})
+    assert store.get("case_1/x y")["rows"][0] == 1.5 and store.path("case_1/x y").endswith("case_1-x-y.json")
+    assert not list((tmp_path / "c").glob("*.tmp"))
+    users = [table.build, table.cell_key, writer.cached_case, seeds.cache_file]
+    assert all("JsonCache" in inspect.getsource(f) or "content_key" in inspect.getsource(f) for f in users)

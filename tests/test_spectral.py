@@ -187,6 +187,8 @@ def test_cli_json(capsys):
     assert abs(out["tau"] - 1) < 1e-9 and abs(out["lam_bar"] - 1) < 1e-9
     assert abs(out["bulk_edge"] - 0.5) < 1e-9 and abs(out["margin"] - 1) < 1e-8
     assert abs(out["delta_u"] - 0.5) < 1e-6 and out["threshold"]["domain_edge"] is True
+    # at the top level, not only in a note: delta_u is where T becomes valid, with an outlier already there
+    assert out["delta_u_reason"].startswith("below the validity edge") and "margin" in out["delta_u_reason"]
     # outlier and overlap against an independent scipy.integrate.quad computation (measured agreement ~1e-15; the
     # package's 200000-node Gauss-Legendre grid is good to ~1e-10, hence 1e-8)
     lam, top, ov = _optimal_by_scipy_quad(2.0)

@@ -17,7 +17,7 @@ def test_parse_columns():
     assert cols[2].get("d") == 400 and cols[2].get("T") == 150 and cols[1].get("d") == 400
     for bad, msg in [("delta_x", "unknown column"), ("sim@d=400", "needs T=N"), ("sim@d=4x:T=3", "integer"),
                      ("delta_alg@t=3", "no parameters"), ("delta_alg,delta_alg", "twice"), ("", "no columns"),
-                     ("delta_star@t=0", ">= 1")]:
+                     ("delta_star@t=-1", ">= 0"), ("sim@d=0:T=5", ">= 1")]:
         with pytest.raises(TheorykitError, match=msg):
             st.parse_columns(bad)
 

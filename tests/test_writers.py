@@ -8,11 +8,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SCANNED = ("benchmarks", "scripts", "theorykit")
 #: file -> why it may write a file itself
 ALLOWED = {
-    "theorykit/report/writer.py": "the one table writer (and its JSON case cache)",
+    "theorykit/report/writer.py": "the one table writer",
+    "theorykit/cache.py": "the one cache of finished records (JSON), not a table",
     "scripts/golden.py": "the JSON record of the golden numbers, not a table",
     "scripts/api_reference.py": "the docs page docs/api.md, not a table",
-    "theorykit/report/table.py": "the JSON cache of finished table cells",
-    "theorykit/_cli/plot.py": "the JSON cache of finite-d points",
     "theorykit/runner.py": "the resumable job log of run_jobs (one row appended per finished job)",
 }
 #: methods that write a file whatever their receiver (pathlib, pandas)

@@ -17,7 +17,7 @@ import sys
 from typing import Optional
 
 from .version import __version__
-from .errors import TheorykitError
+from .errors import NoAnswer, TheorykitError
 # the command registry is static: a command module that fails to import is an internal bug and makes `theorykit`
 # fail loudly here (never a silently missing or "unavailable" command)
 from ._cli import derive, dmft as dmft_cmd, hermite, link as link_cmd, simulate as simulate_cmd, \
@@ -104,6 +104,9 @@ def main(argv=None) -> int:
     try:
         result = args._module.run(args)
         out = to_json(result) if args.json else args._module.text(result)
+    except NoAnswer as e:  # a valid request the numerics could not answer: not a bad input
+        sys.stderr.write(f"theorykit: no answer: {_first_line(e)}\n")
+        return 4
     except TheorykitError as e:
         sys.stderr.write(f"theorykit: error: {_first_line(e)}\n")
         return 2

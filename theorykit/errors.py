@@ -1,7 +1,8 @@
 """Exceptions raised by theorykit.
 
 Every user-facing failure is a :class:`TheorykitError` carrying a one-line message; the CLI prints
-that message on stderr and exits with status 2.  Code deep inside SymPy or SciPy never leaks a
+that message on stderr and exits with status 2 for a bad input, 4 for :class:`NoAnswer` (a valid request the
+numerics could not answer).  Code deep inside SymPy or SciPy never leaks a
 traceback to the user: the public entry points translate its failures into these errors.
 """
 
@@ -46,3 +47,13 @@ class DivergenceError(TheorykitError):
 
 class TimeLimitError(TheorykitError):
     """A symbolic or numeric computation ran past its wall-clock limit (the message says how to raise it)."""
+
+
+class NoAnswer(TheorykitError):
+    """A valid request that the numerics could not answer (no sign change of a margin on the grid, a DMFT that
+    diverged at every point): the message says what was tried and what to change.  Not a bad input: the CLI exits 4.
+    ``partial``: what was computed on the way (e.g. delta_star's entries, each with its ``error``), or None."""
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message)
+        self.partial = partial

@@ -23,7 +23,7 @@ from . import defaults
 from ._checks import check_int, check_matrix, check_number, check_vector
 from .errors import TheorykitError
 
-#: tag of the JSON form (``to_dict()["format"]``); part of the hashed text, so a new form gives new keys
+#: tag of the JSON form (``as_dict()["format"]``); part of the hashed text, so a new form gives new keys
 FORMAT = "theorykit.Problem/1"
 
 _SPEC_KINDS = ("activation", "link", "loss")
@@ -114,7 +114,7 @@ class Problem:
         * ``problem.replace(**changes)`` returns a new, re-validated Problem (``replace(schedule=...)`` drops eta and
           steps and ``replace(eta=..., steps=...)`` drops a schedule; a default a, b, Sigma0, M0 follows a new width
           or link).
-        * ``to_dict()`` / ``to_json()`` and ``Problem.from_dict()`` / ``Problem.from_json()`` round-trip to an equal
+        * ``as_dict()`` / ``to_json()`` and ``Problem.from_dict()`` / ``Problem.from_json()`` round-trip to an equal
           Problem.  ``key`` is the sha256 of the canonical JSON (sorted keys, floats by repr): the same in every
           process and session, and different when any field is; result caches are keyed by it.
         * Derived objects are built on first use and kept: ``network`` (:class:`theorykit.Network`), ``link_obj``,
@@ -291,7 +291,7 @@ class Problem:
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ JSON
-    def to_dict(self) -> dict:
+    def as_dict(self) -> dict:
         """The JSON-safe form: every field (tuples as lists) plus ``format``."""
         def lists(v):
             return [lists(x) for x in v] if isinstance(v, tuple) else v
@@ -301,14 +301,14 @@ class Problem:
         return out
 
     def to_json(self, indent: Optional[int] = None) -> str:
-        """``to_dict()`` as JSON; without ``indent`` it is the canonical text that ``key`` hashes."""
+        """``as_dict()`` as JSON; without ``indent`` it is the canonical text that ``key`` hashes."""
         if indent is None:
-            return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
-        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, allow_nan=False)
+            return json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return json.dumps(self.as_dict(), sort_keys=True, indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Problem":
-        """The inverse of :meth:`to_dict`."""
+        """The inverse of :meth:`as_dict`."""
         if not isinstance(data, dict):
             raise TheorykitError(f"a Problem is read from a dict, got {type(data).__name__}")
         data = dict(data)

@@ -215,6 +215,23 @@ def simulation_kwargs(args) -> dict:
 HESSIAN_MAX_WIDTH = 8
 
 
+def add_worker_arguments(p):
+    """--processes or --scheduler: where simulator runs go (local processes, or a Dask cluster's workers)."""
+    p.add_argument("--processes", type=integer(1), default=None,
+                   help="worker processes >= 1 (default: all CPUs)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://10.0.0.5:8786 (one task per run; "
+                        "needs dask[distributed] here and theorykit on the workers)")
+
+
+def check_workers(args):
+    """One line when both --processes and --scheduler are given."""
+    from ..errors import TheorykitError
+
+    if args.scheduler is not None and args.processes is not None:
+        raise TheorykitError("give --processes or --scheduler, not both (a Dask cluster has its own workers)")
+
+
 def add_problem_arguments(p, *, delta: bool = True):
     """--activation --loss --width --a --b --link [--delta] --eta --ridge (the Problem), with their range checks."""
     add_network_arguments(p, loss_required=False)

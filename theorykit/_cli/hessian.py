@@ -114,7 +114,7 @@ def run(args) -> dict:
     out["outliers_from"] = getattr(pred, "outliers_from", "law")
     out.update({"margin": pred.margin, "edge_case": pred.edge_case, "atom_mass": pred.atom_mass,
                 "method": pred.method, "notes": notes,
-                "law": {"source": law.source, "paths": int(len(law.weights))}, "problem": problem.to_dict()})
+                "law": {"source": law.source, "paths": int(len(law.weights))}, "problem": problem.as_dict()})
     out["seconds"] = time.perf_counter() - t0
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
 

@@ -11,7 +11,7 @@ Kinds:
   the caption, the figure and the JSON give the reason.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part nn) for each
   curve whose (activation, link, loss, m, eta) is a setting of theorykit.cases.CASES (pr-gelu,
   pr-x2, bounded, ...), labelled "delta_NN >= X (not converged by t = T)" when it is a lower bound; a curve without
-  a setting is named in the caption.  A mark outside the plotted delta range is an arrow at its edge and is listed
+  a setting is named in the caption.  A mark outside the plotted delta range is a labelled arrow at its edge and is listed
   in the caption;
 * hessian: the finite-d Hessian's full spectrum (dense) over the predicted bulk density, edge and hard outliers
   (the arguments of `theorykit hessian`; --d required);
@@ -161,7 +161,7 @@ def _delta_nn_marks(path, problems) -> dict:
         raise TheorykitError(f"--delta-nn-table {path} has no columns setting and delta_nn (a tables/delta_nn.csv?)")
 
     def key(pr):
-        return {k: v for k, v in pr.to_dict().items() if k not in ("delta", "steps")}
+        return {k: v for k, v in pr.as_dict().items() if k not in ("delta", "steps")}
 
     out = {}
     for a, pr in problems.items():
@@ -186,33 +186,26 @@ def _delta_nn_marks(path, problems) -> dict:
     return out
 
 
-def _prediction_cache(args, pr):
-    """The JSON file of one curve's finite-d prediction points in --csv-dir (None without it): keyed by the Problem
-    (but its delta), d, paths and replicas, one entry per delta."""
-    import hashlib
-    import json
+def _prediction_key(args, pr) -> str:
+    """The cache key of one curve's finite-d prediction points in --csv-dir: the Problem (but its delta), d, paths
+    and replicas (one record, one entry per delta)."""
+    from ..cache import content_key
 
-    if not args.csv_dir:
-        return None
-    blob = json.dumps({**pr.to_dict(), "delta": None, "d": args.d, "paths": args.paths, "replicas": args.replicas},
-                      sort_keys=True, default=str)
-    return os.path.join(args.csv_dir, f"predict_{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json")
+    return "predict_" + content_key({**pr.as_dict(), "delta": None, "d": args.d, "paths": args.paths,
+                                     "replicas": args.replicas}, 16)
 
 
 def _prediction(args, pr, deltas) -> dict:
     """The finite-d prediction of one curve (theorykit.finite_d at --d by the horizon --steps), or the reason there is
     none: {points, how, reason, cached}.  With --csv-dir the points that did not fail are stored and read back
     (cached: how many were)."""
-    import json
-
+    from ..cache import JsonCache
     from ..errors import TheorykitError
     from ..thresholds import finite_d
 
-    path = _prediction_cache(args, pr)
-    done = {}
-    if path and os.path.exists(path):
-        with open(path) as fh:
-            done = json.load(fh)
+    store = JsonCache(args.csv_dir) if args.csv_dir else None
+    key = _prediction_key(args, pr)
+    done = (store.get(key) if store else None) or {}
     todo = [dl for dl in deltas if f"{dl:g}" not in done]
     new, how = [], done.get("how", "")
     try:
@@ -227,11 +220,8 @@ def _prediction(args, pr, deltas) -> dict:
     except TheorykitError as e:
         return {"points": [], "how": "", "reason": f"no finite-d prediction: {e}", "cached": 0}
     fresh = {f"{p['delta']:g}": p for p in new}
-    if path and new:
-        os.makedirs(args.csv_dir, exist_ok=True)
-        with open(path + ".tmp", "w") as fh:
-            json.dump({**done, **{k: p for k, p in fresh.items() if not p["error"]}, "how": how}, fh)
-        os.replace(path + ".tmp", path)
+    if store and new:
+        store.put(key, {**done, **{k: p for k, p in fresh.items() if not p["error"]}, "how": how})
     pts = [{**done, **fresh}[f"{dl:g}"] for dl in deltas]
     return {"points": pts, "how": how, "reason": None, "cached": len(deltas) - len(todo)}
 
@@ -312,7 +302,7 @@ def _success(args):
         caption += "converged): " + "; ".join(f"{a}" + (f" (setting {v['setting']})" if "setting" in v else "")
                                               + f": {v.get('text') or v['reason']}" for a, v in nn.items())
     if off:
-        caption += (f". Off the plotted range [{xlim[0]:.3g}, {xlim[1]:.3g}] (arrowheads at its edge, 'off scale' in "
+        caption += (f". Off the plotted range [{xlim[0]:.3g}, {xlim[1]:.3g}] (labelled arrows at its edge pointing out of it, 'off scale' in "
                     f"the legend): " + "; ".join(off))
     out = {"curves": data, "marks": marks}
     if args.predict:

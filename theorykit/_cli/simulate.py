@@ -4,7 +4,7 @@
 
 JSON keys: status, t, M, gram, train_loss, test_loss, population_test_loss, population_test_loss_error, success,
 escape_time, hessian, settings (numbers and choices), method (conventions and the population loss' method, in
-words), problem (theorykit.Problem.to_dict(): with settings it re-runs the result) (+ diverged_at).
+words), problem (theorykit.Problem.as_dict(): with settings it re-runs the result) (+ diverged_at).
 population_test_loss[_error] are null when k + noisy + m > 4 (method.population_test_loss says why).
 """
 import sys

@@ -64,6 +64,13 @@ def run(args) -> dict:
            "link": args.link, "preprocess": args.preprocess, "delta": delta}
     if thr["delta_u"] is None:
         out["delta_u_reason"] = thr["delta_u_reason"]
+    elif thr["domain_edge"]:  # the outlier is there as soon as T is defined: the true threshold is below this edge
+        margins = [m for m in (thr.get("margins") or []) if m is not None]
+        out["delta_u_reason"] = (f"below the validity edge: T is not admissible for delta < {thr['delta_u']:.6g} and "
+                                 f"already has an outlier there (margin {margins[-1]:.3g}" if margins else
+                                 f"below the validity edge: T is not admissible for delta < {thr['delta_u']:.6g} and "
+                                 "already has an outlier there (margin > 0")
+        out["delta_u_reason"] += "), so delta_u is where T becomes valid, not where its outlier appears"
     out.update({k: v for k, v in pred.as_dict().items() if k not in ("top_eigenvalue", "overlap2", "delta")})
     out["threshold"] = thr
     return out
@@ -78,7 +85,7 @@ def text(r) -> str:
              + (f", lam* = {r['lam_star']:.10g})" if r["lam_star"] is not None else ")"),
              (f"  delta_u = {r['delta_u']:.10g} +/- "
               + (f"{th['error']:.1e}" if th["error"] is not None else "(unknown)") + f"   ({th['case']}"
-              + (", edge of T's admissible range" if th["domain_edge"] else "") + ")"
+              + (f"; {r['delta_u_reason']}" if th["domain_edge"] else "") + ")"
               if r["delta_u"] is not None else f"  delta_u: not found ({r.get('delta_u_reason', 'see note')})"),
              f"  method: {r['method']}",
              f"  threshold method: {th['method']}"]

@@ -6,7 +6,7 @@ written with other settings is refused).  Exit status 2, with one line, when eve
 import math
 import sys
 
-from ._args import check_args, SEED_MAX, add_simulation_arguments, integer, simulation_kwargs
+from ._args import SEED_MAX, add_simulation_arguments, add_worker_arguments, check_args, check_workers, simulation_kwargs
 from ..errors import TheorykitError
 
 
@@ -19,11 +19,7 @@ def add_parser(sub):
     p.add_argument("--deltas", required=True, help="comma-separated distinct sample ratios n/d > 0, e.g. 2,4,6")
     p.add_argument("--seeds", default="8", help="a count N >= 1 (seeds 0..N-1) or a comma-separated list of distinct "
                                                "integers >= 0 (default 8)")
-    p.add_argument("--processes", type=integer(1), default=None,
-                   help="worker processes >= 1 (default: all CPUs)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://10.0.0.5:8786 (one task per run; "
-                        "needs dask[distributed] here and theorykit on the workers)")
+    add_worker_arguments(p)
     p.add_argument("--out", default=None, help="CSV file: settings recorded in its header, each row appended as its "
                                                "run finishes; rerun the same command to resume an interrupted sweep")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
@@ -88,8 +84,7 @@ def run(args) -> dict:
     if len(deltas) * len(seeds) > MAX_RUNS:
         raise TheorykitError(f"{len(deltas)} deltas x {len(seeds)} seeds = {len(deltas) * len(seeds)} runs: at most "
                              f"{MAX_RUNS} in one sweep")
-    if args.scheduler is not None and args.processes is not None:
-        raise TheorykitError("give --processes or --scheduler, not both (a Dask cluster has its own workers)")
+    check_workers(args)
     df = sweep(deltas, seeds, processes=args.processes, csv=args.out, progress=args.progress or None, quiet=True,
                scheduler=args.scheduler, **simulation_kwargs(args))
     bad = failure_message(df)

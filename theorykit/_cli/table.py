@@ -1,7 +1,7 @@
 """theorykit table --activations gelu,quad,relu --losses square --widths 1,2 --link phase-retrieval
 [--columns delta_alg,delta_star@t=50,delta_nn@T=200,finite_d@d=400:T=150,sim@d=400:T=150] [--eta 1 | --eta
 gelu=1,quad=0.05] [--deltas 4,6,8,10] [--seeds 16] [--paths N] [--replicas R] [--out tables/NAME] [--cache DIR]
-[--progress] [--json]
+[--processes P | --scheduler ADDRESS] [--progress] [--json]
 
 One row per setting (activation x loss x width x link), one value per column with its error and how it was
 obtained (theorykit/report/table.py).  Cells are cached as they finish (keyed by the Problem's hash, the
@@ -16,7 +16,7 @@ cache, seconds.
 import os
 import time
 
-from ._args import check_args, integer, parse_numbers, split_top
+from ._args import add_worker_arguments, check_args, check_workers, integer, parse_numbers, split_top
 
 
 def add_parser(sub):
@@ -44,7 +44,7 @@ def add_parser(sub):
     p.add_argument("--replicas", type=integer(2), default=dv.replicas, help="DMFT replicas (default %(default)s)")
     p.add_argument("--delta-range", nargs=2, type=float, default=list(dv.delta_range), metavar=("LO", "HI"),
                    help="scan range of delta_star and delta_nn (default %(default)s)")
-    p.add_argument("--processes", type=integer(1), default=None, help="simulator processes (default: all CPUs)")
+    add_worker_arguments(p)  # the sim columns' runs: local processes or a Dask cluster
     p.add_argument("--out", default=None, help="table stem: writes STEM.csv and STEM.md")
     p.add_argument("--cache", default=None, help="folder of finished cells (default: STEM's folder/.cache/table, or "
                                                  "~/.cache/theorykit/table without --out)")
@@ -71,6 +71,7 @@ def run(args) -> dict:
     from ..errors import TheorykitError
 
     check_args(args)
+    check_workers(args)
     t0, started = time.perf_counter(), now()
     acts, losses, links = split_top(args.activations), split_top(args.losses), split_top(args.link)
     widths = parse_numbers(args.widths, "widths", int)
@@ -86,7 +87,7 @@ def run(args) -> dict:
         raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
     options = st.TableOptions(paths=args.paths, replicas=args.replicas, seeds=args.seeds,
                               deltas=tuple(sorted(parse_numbers(args.deltas, "deltas"))), delta_range=(lo, hi),
-                              processes=args.processes)
+                              processes=args.processes, scheduler=args.scheduler)
     cache = args.cache or (os.path.join(os.path.dirname(os.path.abspath(args.out)), ".cache", "table") if args.out
                            else os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "table"))
     if args.out:

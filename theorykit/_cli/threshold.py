@@ -84,6 +84,7 @@ def add_parser(sub):
 
 def run(args) -> dict:
     from ..errors import TheorykitError
+    from ..errors import NoAnswer
     from ..thresholds import delta_star, spectral_inapplicable
 
     t0 = time.perf_counter()
@@ -133,9 +134,12 @@ def run(args) -> dict:
         raise TheorykitError(psd + "; add --dyn T1 T2 for the dynamical criterion")
     every, res = [], []
     for d in (args.d or [None]) if times and not psd else []:  # one scan per truncation dimension
-        scan = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=d, n=args.n,
-                          paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
-                          progress=bool(args.progress))
+        try:
+            scan = delta_star(problem, times, delta_range=(lo, hi), points=args.points, d=d, n=args.n,
+                              paths=args.paths, replicas=args.replicas, seed=args.seed, refine=args.refine,
+                              progress=bool(args.progress))
+        except NoAnswer as e:  # no t resolved at this d: every entry says why, the rest of the command goes on
+            scan = list(e.partial or [])
         every = every or scan  # delta_NN's sequence: the first d's
         res += [(d, q) for q in scan if q.t in asked]
     info = da.as_dict()
@@ -162,8 +166,13 @@ def run(args) -> dict:
     elif args.nn is not None:
         from ..thresholds import delta_nn_from
 
-        out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=(args.d or [None])[0],
-                                        n=args.n).as_dict()
+        try:
+            out["delta_nn"] = delta_nn_from([q for q in every if q.t in nn_times], d=(args.d or [None])[0],
+                                            n=args.n).as_dict()
+        except NoAnswer as e:
+            out["delta_nn"] = {"value": None, "stderr": None, "criterion": "spectral", "converged": False,
+                               "error": str(e), "evidence": {"sequence": [q.as_dict() for q in every
+                                                                          if q.t in nn_times]}}
     if args.horizon is not None:
         import numpy as np
 
@@ -183,7 +192,13 @@ def run(args) -> dict:
                        "hard_dim": problem.analysis.hard_dim, "nn": args.nn, "nn_times": nn_times,
                        "dyn": args.dyn, "dyn_deltas": args.dyn_deltas, "horizon": args.horizon,
                        "horizon_deltas": args.horizon_deltas}
+    out["problem"] = problem.as_dict()  # with settings it reruns the result (the dmft command's convention)
     out["seconds"] = time.perf_counter() - t0
+    answered = (any(q["value"] == q["value"] for q in out["delta_star"]) or psd
+                or (out.get("delta_nn") or {}).get("value") is not None or "delta_dyn" in out or "finite_d" in out)
+    if not answered:  # every question asked failed numerically: say so (exit 4), with every reason
+        raise NoAnswer("; ".join(q["error"] for q in out["delta_star"] if q["error"])
+                       or (out.get("delta_nn") or {}).get("error", "no threshold on the grid"))
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"
 
 
@@ -193,21 +208,32 @@ def text(r) -> str:
     lines = [f"{s['activation']} / {s['link']} / {s['loss']}, m = {s['width']}, eta = {s['eta']:g}{trunc}; delta in "
              f"[{s['delta_range'][0]:g}, {s['delta_range'][1]:g}] ({s['points']} points + {s['refine']} refinements "
              f"per t), {s['paths']} DMFT paths in {s['replicas']} replicas, {r['seconds']:.1f} s",
-             f"  delta_alg = {fmt(r['delta_alg'], '.6g', 'infinite')}"]
+             f"  delta_alg = {fmt(r['delta_alg'], '.6g', 'infinite')}"
+             + (f" = {r['delta_alg_info']['exact']} (exact)" if (r.get("delta_alg_info") or {}).get("exact") else
+                f" ({(r.get('delta_alg_info') or {}).get('method', 'numerical')})")]
     if r["delta_star"]:
         lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'edge':>11} {'outlier':>11} {'overlap^2':>9} "
                      f"{'n':>8} tail")
     for q in r["delta_star"]:
+        if q.get("error"):
+            lines.append(f"  {q['t']:>6} {'—':>10}  {q['error']}")
+            continue
         unb = {True: "unbounded", False: "bounded", None: "undecided"}[q["unbounded"]]
         lines.append(f"  {q['t']:>6} {fmt(q['value'], '10.5g'):>10} {fmt(q['stderr'], '9.2g'):>9} "
                      f"{fmt(q['edge'], '11.5g'):>11} {fmt(q['outlier'], '11.5g'):>11} {fmt(q['overlap2'], '9.3g'):>9} "
                      f"{fmt(q['truncation_n'], 'd', '-'):>8} {unb}")
-    if r["delta_star"]:
-        lines.append(f"  method: {r['delta_star'][0]['method']}")
+    if any(not q.get("error") for q in r["delta_star"]):
+        lines.append("  columns: delta* with its standard error over the DMFT replicas (not the discretisation); edge: "
+                     "the left edge of the Hessian's bulk, outlier: its hard outlier eigenvalue and overlap^2: the "
+                     "outlier eigenvector's squared overlap with the hard subspace, all at the bracket's upper delta; "
+                     "n: the law's truncation n (- none); tail: whether D is unbounded below there")
+        lines.append(f"  method: {next(q for q in r['delta_star'] if not q.get('error'))['method']}")
     if r.get("delta_star_reason"):
         lines.append(f"  delta*(t) = infinity: {r['delta_star_reason']}")
     nn = r.get("delta_nn")
-    if nn and nn["criterion"] == "dynamical":
+    if nn and nn.get("error"):
+        lines.append(f"  delta_NN: no value ({nn['error']})")
+    elif nn and nn["criterion"] == "dynamical":
         lines.append(f"  delta_NN (dynamical) = {fmt(nn['value'], '.5g')} +- {fmt(nn['stderr'], '.2g')}: "
                      f"{nn['evidence']['note']}")
     elif nn:

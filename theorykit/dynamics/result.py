@@ -54,7 +54,7 @@ class PathLaw:
         return float(self.weights @ np.asarray(values, dtype=float))
 
 
-@dataclass
+@dataclass(frozen=True)
 class DMFTResult:
     """DMFT prediction; T+1 = number of time points reached, k latent dim, m width, kH hard directions.
 
@@ -118,7 +118,7 @@ class DMFTResult:
                      "v_eff_stderr": (None if self.v_eff is None else np.asarray(self.stderr["v_eff"]).tolist())},
             "D_tail": tail, "settings": self.settings, "seconds": self.seconds,
             "diverged_at": self.diverged_at,
-            "problem": (None if self.problem is None else self.problem.to_dict()),
+            "problem": (None if self.problem is None else self.problem.as_dict()),
             "method": self.method,
         }
         if self.kernels is not None:

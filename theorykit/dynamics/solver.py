@@ -707,8 +707,7 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
         res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
         res.method["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable per-sample curvature "
                                        "(a numerical instability of the estimator): re-solved with 'direct'")
-        res.seconds = _time.perf_counter() - t0
-        return res
+        return replace(res, seconds=_time.perf_counter() - t0)
     method = solve_method(setup, num, plan, results, halves)
     mean, hard = agg["mean"], setup.hard_basis.shape[1]
     return DMFTResult(

@@ -92,7 +92,7 @@ RNG_ORDER = ("Theta0 (d, m) [always drawn]", "X train (n, d)", "eps train (n,) [
              "eps test (n_test,) [noisy links]")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SimulationResult:
     """Output of :func:`simulate`.  T = number of recorded steps (steps + 1, fewer on divergence); t = 0..T-1.
 
@@ -110,7 +110,7 @@ class SimulationResult:
     diverged_at   None, or {"step", "loss", "hint"} when status == "diverged" (JSON: a loss that is not finite is
                   null, with "loss_note" saying it was inf or NaN)
     theta         (d, m) the final weights (None when diverged; not part of the JSON output)
-    problem       the :class:`theorykit.Problem` that was run (JSON: its to_dict(); ``simulate(Problem.from_dict(
+    problem       the :class:`theorykit.Problem` that was run (JSON: its as_dict(); ``simulate(Problem.from_dict(
                   out["problem"]), d=..., seed=..., ...)`` with the numeric settings re-runs it)
     population_test_loss        (T,) the population (fresh-sample) test loss E[l(y, f(M_t^T z + g))], g ~ N(0, C_t),
                                 C_t = gram_t - M_t^T M_t (theorykit.population), or None when k + noisy + m > 4
@@ -155,12 +155,13 @@ class SimulationResult:
         return {**self.method_text, "population_test_loss": self._population()[2]}
 
     def _population(self) -> tuple:
-        if self._population_cache is None:
+        if self._population_cache is None:  # computed once, on first use (a frozen result's cache)
             if self._population_inputs is None:
-                self._population_cache = (None, None, "not available")
+                value = (None, None, "not available")
             else:
                 net, lk = self._population_inputs
-                self._population_cache = _population_test_loss(net, lk, self.M, self.gram)
+                value = _population_test_loss(net, lk, self.M, self.gram)
+            object.__setattr__(self, "_population_cache", value)
         return self._population_cache
 
     def as_dict(self) -> dict:
@@ -178,7 +179,7 @@ class SimulationResult:
                "hessian": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in h.items()}
                            for h in self.hessian],
                "settings": self.settings, "method": self.method,
-               "problem": None if self.problem is None else self.problem.to_dict()}
+               "problem": None if self.problem is None else self.problem.as_dict()}
         if self.diverged_at is not None:
             out["diverged_at"] = dict(self.diverged_at)
             loss = out["diverged_at"].get("loss")
@@ -609,7 +610,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
 
     theta = project(theta)
 
-    problem_dict = problem.to_dict()
+    problem_dict = problem.as_dict()
     settings = {
         "activation": net.activation.name, "link": lk.name, "loss": net.loss.name, "width": m,
         "a": net.a.tolist(), "b": net.b.tolist(), "delta": delta, "d": d, "n": n, "n_test": n_test,

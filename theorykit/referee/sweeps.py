@@ -82,7 +82,7 @@ def _settings(deltas: list, seeds: list, simulate_kwargs: dict) -> dict:
 
     def text(v):
         if isinstance(v, Problem):  # the Problem's canonical form (its delta is replaced per row)
-            return v.to_dict()
+            return v.as_dict()
         return v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
 
     return {"simulate": {k: text(v) for k, v in simulate_kwargs.items()},

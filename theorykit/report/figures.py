@@ -51,8 +51,8 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
     {delta, probability, low, high} (:func:`theorykit.finite_d` at the horizon; NaN points skipped), drawn dashed
     with a hatched band in the curve's colour; marks: label -> {name: delta, or {"delta": x, "text": legend text}}
     (vertical lines, e.g. delta_alg, delta_NN), drawn in the curve's colour.  The x range is ``xlim`` (default
-    :func:`delta_range` of the curves' and predictions' deltas); a mark outside it (infinite included) is an
-    arrowhead at the nearer edge, its text in the legend with "off scale".  Predictions whose m_star is noise-limited
+    :func:`delta_range` of the curves' and predictions' deltas); a mark outside it (infinite included) is a
+    labelled arrow at the nearer edge pointing out of the range, its text in the legend with "off scale".  Predictions whose m_star is noise-limited
     are open squares.  The legend is right of the axes; notes: lines written under the axes (e.g. why a curve has no
     prediction)."""
     plt = _plt()
@@ -86,9 +86,17 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
                 ax.axvline(x, color=colour, ls=styles[j % len(styles)], lw=1.2, label=text)
                 continue
             left = x < xlim[0]
-            ax.plot([xlim[0] if left else xlim[1]], [1.0 - 0.04 * outside], "<" if left else ">", color=colour,
-                    ms=7, transform=ax.get_xaxis_transform(), clip_on=False,
-                    label=f"{text}: off scale, {'below' if left else 'above'} the range {'←' if left else '→'}")
+            # a labelled arrow pointing out of the range at the nearer edge (not a bare marker, which would read as
+            # a data point); the full text in the legend through a line-less proxy
+            edge, y = (xlim[0] if left else xlim[1]), 0.95 - 0.07 * outside
+            span = 0.12 * (xlim[1] - xlim[0])
+            short = f"{name} = {x:.3g}" if math.isfinite(x) else f"{name} = {'-' if left else ''}inf"
+            ax.annotate(short, xy=(edge, y), xytext=(edge + span if left else edge - span, y),
+                        xycoords=ax.get_xaxis_transform(), textcoords=ax.get_xaxis_transform(), color=colour,
+                        fontsize=7, va="center", ha="left" if left else "right",
+                        arrowprops=dict(arrowstyle="->", color=colour, lw=1.2))
+            ax.plot([], [], ls="none", marker=r"$\leftarrow$" if left else r"$\rightarrow$", color=colour, ms=9,
+                    label=f"{text}: off scale, {'below' if left else 'above'} the range (labelled arrow)")
             outside += 1
     ax.set_xlim(*xlim)
     ax.axhline(0.5, color="grey", lw=0.6)

@@ -18,15 +18,12 @@ Columns (``--columns``, comma-separated; parameters after ``@``, separated by ``
 
 Every cell is a dict {value, stderr, low, high, how, seconds, error}; a cell that raises records its one-line error
 (and is computed again next time) while the other cells go on.  Finished cells are stored in the cache folder as
-JSON, keyed by a hash of the Problem (its to_dict), the column and the numeric options, so rerunning the same command
+JSON, keyed by a hash of the Problem (its as_dict), the column and the numeric options, so rerunning the same command
 reads them back (``status`` in the output says computed or cached).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -34,6 +31,7 @@ from typing import Optional
 import pandas as pd
 
 from .. import defaults
+from ..cache import JsonCache, content_key
 from ..errors import TheorykitError
 from ..problem import Problem
 
@@ -81,8 +79,9 @@ def parse_columns(text: str) -> list:
                 n = int(v)
             except ValueError:
                 raise TheorykitError(f"column {item!r}: {k} must be an integer, got {v!r}") from None
-            if n < 1:
-                raise TheorykitError(f"column {item!r}: {k} must be >= 1, got {n}")
+            low = 0 if k == "t" else 1  # delta*(t) is defined from t = 0 (the initial Hessian)
+            if n < low:
+                raise TheorykitError(f"column {item!r}: {k} must be >= {low}, got {n}")
             given[k] = n
         missing = [p for p in PARAMS[kind] if p not in given]
         if missing:
@@ -127,6 +126,7 @@ class TableOptions:
     deltas: tuple = (4.0, 6.0, 8.0, 10.0, 12.0, 16.0)
     delta_range: tuple = (1.0, 40.0)
     processes: Optional[int] = None  # simulator processes (not part of the key: no effect on the numbers)
+    scheduler: Optional[str] = None  # or a Dask scheduler's address for the simulator runs (not part of the key)
 
     def key(self) -> dict:
         return {"paths": self.paths, "replicas": self.replicas, "seeds": self.seeds, "deltas": list(self.deltas),
@@ -135,9 +135,8 @@ class TableOptions:
 
 def cell_key(problem: Problem, column: Column, options: TableOptions) -> str:
     """Hash of what determines the cell: the Problem, the column and the numeric options."""
-    blob = json.dumps({"problem": problem.to_dict(), "column": column.name, "options": options.key(),
-                       "version": CACHE_VERSION}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return content_key({"problem": problem.as_dict(), "column": column.name, "options": options.key(),
+                        "version": CACHE_VERSION})
 
 
 # ------------------------------------------------------------------------------------------------ the cells
@@ -162,7 +161,9 @@ def _delta_star(problem, col, opt):
         return _cell(math.inf, how=why)
     q = delta_star(problem.replace(steps=t), [t], delta_range=opt.delta_range, paths=opt.paths,
                    replicas=opt.replicas, d=col.get("d"))[0]
-    return _cell(q.value, q.stderr, q.bracket[0], q.bracket[1], how=q.method)
+    # the regula-falsi bracket is where the margin changes sign, not a confidence interval: it goes to the method
+    return _cell(q.value, q.stderr, how=f"{q.method}; the margin changes sign in [{q.bracket[0]:.4g}, "
+                                         f"{q.bracket[1]:.4g}] (the search bracket, not an error bar)")
 
 
 def _delta_nn(problem, col, opt):
@@ -193,7 +194,7 @@ def _sim(problem, col, opt):
     d, T = col.get("d"), col.get("T")
     deltas = list(opt.deltas)
     df = sweep(deltas, range(opt.seeds), problem=problem.replace(steps=T, delta=deltas[0]), d=d, stop_after_escape=0,
-               processes=opt.processes, quiet=True)
+               processes=opt.processes, scheduler=opt.scheduler, quiet=True)
     failed = df[df.status == "failed"]
     if len(failed) == len(df):
         raise TheorykitError(f"every simulator run failed; first: {failed.iloc[0].error}")
@@ -295,8 +296,7 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
     rows = []
     bar = Progress(len(grid) * len(columns), label="table", unit="cells") if progress else None
     done = 0
-    if cache:
-        os.makedirs(cache, exist_ok=True)
+    store = JsonCache(cache) if cache else None
     for act, loss, width, link in grid:
         row = {"activation": act, "loss": loss, "width": width, "link": link, "eta": eta[act]}
         t_row = time.perf_counter()
@@ -308,22 +308,19 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
         for col in columns:
             c = col.name
             t0 = time.perf_counter()
-            path = None if (problem is None or not cache) else os.path.join(cache, cell_key(problem, col, options) + ".json")
+            key = None if (problem is None or store is None) else cell_key(problem, col, options)
+            kept = store.get(key) if key else None
             if problem is None:
                 cell, status = {**_cell(), "error": bad}, "failed"
-            elif path and os.path.exists(path):
-                with open(path) as fh:
-                    cell, status = json.load(fh), "cached"
+            elif kept is not None:
+                cell, status = kept, "cached"
             else:
                 try:
                     cell = {**COMPUTE[col.kind](problem, col, options), "error": ""}
                     cell["seconds"] = round(time.perf_counter() - t0, 2)
                     status = "computed"
-                    if path:
-                        tmp = path + ".tmp"
-                        with open(tmp, "w") as fh:
-                            json.dump(cell, fh)
-                        os.replace(tmp, path)
+                    if key:
+                        store.put(key, cell)
                 except TheorykitError as e:
                     cell, status = {**_cell(), "error": str(e).splitlines()[0] if str(e) else "error"}, "failed"
             cell.setdefault("seconds", round(time.perf_counter() - t0, 2))
@@ -345,7 +342,8 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
 
 
 def cell_text(row, name: str) -> str:
-    """'value ± stderr' or 'value [low, high]', '∞', or 'failed: ...' for a Markdown cell."""
+    """'value ± stderr' or 'value (band low-high)', '∞', or 'failed: ...' for a Markdown cell (a band: the low and
+    high ends of a midpoint, from the prediction's or the simulation's own band)."""
     from .writer import fmt
 
     if row.get(f"{name}_error"):
@@ -357,7 +355,7 @@ def cell_text(row, name: str) -> str:
     if se is not None and isinstance(se, float) and math.isfinite(se) and se > 0:
         s += f" ± {fmt(se, 2)}"
     if lo is not None and hi is not None and all(isinstance(x, float) and math.isfinite(x) for x in (lo, hi)):
-        s += f" [{fmt(lo, 3)}, {fmt(hi, 3)}]"
+        s += f" (band {fmt(lo, 3)}–{fmt(hi, 3)})"
     return s
 
 

@@ -196,22 +196,18 @@ def cached_case(args, part: str, case: tuple, compute, *, key: str, folder: str)
     interrupted run resumes there), else from the rows of the table being regenerated (``args.previous``, from
     :func:`previous_rows`; empty with --recompute), else computed and cached.  Every row carries the key as
     ``case_key``, so the committed table remembers which case made it."""
-    import json
+    from ..cache import JsonCache
 
-    os.makedirs(folder, exist_ok=True)
-    fn = os.path.join(folder, "".join(c if c.isalnum() or c in "._-" else "-" for c in key) + ".json")
-    if os.path.exists(fn):
-        with open(fn) as f:
-            log(f"{part} {case[0]}: cached")
-            rec = json.load(f)
+    store = JsonCache(folder)
+    rec = store.get(key)
+    if rec is not None:
+        log(f"{part} {case[0]}: cached")
     elif key in (getattr(args, "previous", None) or {}):
         log(f"{part} {case[0]}: read back from the table")
         return {"rows": args.previous[key]}
     else:
         rec = compute(args, case)
-        with open(fn + ".tmp", "w") as f:
-            json.dump(rec, f, default=float)
-        os.replace(fn + ".tmp", fn)
+        store.put(key, rec)
     return {"rows": [dict(r, case_key=key) for r in rec["rows"]]}
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from .. import defaults
 from .._checks import Progress, check_int, check_number
 from ..dynamics import dmft, dmft_scan
-from ..errors import TheorykitError
+from ..errors import NoAnswer, TheorykitError
 from ..spectra.hessian import HessianLaw, hessian_prediction
 
 __all__ = ["DeltaNN", "DeltaStar", "HessianAt", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian",
@@ -48,7 +48,10 @@ class DeltaStar:
     """delta*(t) for one t.  value: the threshold (linear interpolation of the margin in ``bracket``); stderr: from
     the replicas; bracket (a, b) with margin(a) <= 0 < margin(b); edge, outlier (lambda), overlap2: the Hessian
     prediction at the bracket's upper end b (the first delta with an outlier); truncation_n: n used at b (None: no
-    truncation); unbounded: the law's tail verdict at b; tried: the (delta, margin) pairs evaluated, in order."""
+    truncation); unbounded: the law's tail verdict at b; tried: the (delta, margin) pairs evaluated, in order (a NaN
+    margin: the DMFT did not reach t at that delta).  error: why this t has no value ("" when it has one): the
+    margin does not change sign on the grid (with its trend), or the DMFT diverged where the sign changes; value,
+    bracket and the prediction are then NaN."""
 
     t: int
     value: float
@@ -62,12 +65,45 @@ class DeltaStar:
     tried: tuple
     method: str
     D_low: Optional[dict] = None  # the 1e-2 and 1e-3 quantiles of lambda_min(D) of the law at b
+    error: str = ""
 
     def as_dict(self) -> dict:
         return {"t": self.t, "value": self.value, "stderr": self.stderr, "bracket": list(self.bracket),
                 "edge": self.edge, "outlier": self.outlier, "overlap2": self.overlap2,
                 "truncation_n": self.truncation_n, "unbounded": self.unbounded,
-                "tried": [list(p) for p in self.tried], "method": self.method, "D_low": self.D_low}
+                "tried": [list(p) for p in self.tried], "method": self.method, "D_low": self.D_low,
+                "error": self.error}
+
+    @classmethod
+    def failed(cls, t: int, tried, error: str, method: str) -> "DeltaStar":
+        """A t without a value: the margins tried and why (see ``error``)."""
+        nan = math.nan
+        return cls(t=t, value=nan, stderr=nan, bracket=(nan, nan), edge=nan, outlier=nan, overlap2=nan,
+                   truncation_n=None, unbounded=None, tried=tuple((float(x), float(y)) for x, y in tried),
+                   method=method, error=error)
+
+
+def no_sign_change_reason(t: int, tried, grid) -> str:
+    """Why delta*(t) has no value on the grid, with the margins' trend (where they head and how fast)."""
+    fin = [(dl, mg) for dl, mg in tried if math.isfinite(mg)]
+    listed = ", ".join(f"{dl:g}: {mg:.3g}" for dl, mg in tried)
+    if not fin:
+        return f"delta*(t = {t}): the DMFT did not reach t = {t} at any delta of the grid (margins {listed})"
+    if fin[0][1] > 0:
+        if fin[0][0] == grid[0]:
+            return (f"delta*(t = {t}): a hard outlier already exists at delta = {grid[0]:g} (margin {fin[0][1]:.3g}); "
+                    "lower the range")
+        return (f"delta*(t = {t}): the margin is positive from delta = {fin[0][0]:g} on and undefined below it (the "
+                f"DMFT did not reach t = {t} there: margins {listed}); the sign change is not on the grid")
+    trend = ""
+    if len(fin) >= 2:
+        (d1, m1), (d2, m2) = fin[-2], fin[-1]
+        slope = (m2 - m1) / (d2 - d1)
+        trend = (f"; the margin still rises at the top ({m2:.3g} at delta = {d2:g}, {slope:.2g} per unit delta): "
+                 f"raise the range" if slope > 0 else
+                 f"; the margin falls at the top ({m2:.3g} at delta = {d2:g}): no outlier may exist at larger delta")
+    return (f"delta*(t = {t}): no hard outlier for delta in [{grid[0]:g}, {grid[-1]:g}] (margins {listed})"
+            + (trend or "; raise the range"))
 
 
 def _low_quantiles(pred) -> Optional[dict]:
@@ -255,14 +291,18 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     -------
     list of DeltaStar
         One per t, sorted by t: ``value`` (the threshold), ``stderr``, ``bracket`` (a, b), ``edge``, ``outlier``,
-        ``overlap2`` (at b), ``truncation_n``, ``unbounded`` and ``tried`` (the (delta, margin) pairs evaluated).
+        ``overlap2`` (at b), ``truncation_n``, ``unbounded``, ``tried`` (the (delta, margin) pairs evaluated) and
+        ``error``.  A t whose margin does not change sign on the grid (or changes it where the DMFT diverged) has
+        value NaN and its ``error`` (with the margins' trend), and the other t go on; a delta where the DMFT
+        diverges is skipped (the bracket spans it).
 
     Raises
     ------
     TheorykitError
-        Errors (one line): no hard direction; no sign change on the grid for some t (with the margins tried); an
-        outlier already at the grid's first delta; a Hessian that is PSD almost surely (use
+        A bad input (one line): no hard direction; a Hessian that is PSD almost surely (use
         :func:`theorykit.delta_dyn`).
+    theorykit.errors.NoAnswer
+        No t has a value (its ``partial`` holds every t's entry with its ``error``).
 
     Examples
     --------
@@ -328,16 +368,12 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     try:
         for t in ts:
             tried = [(dl, margin(dl, t)) for dl in grid]
-            j = next((i for i, (_, mg) in enumerate(tried) if math.isfinite(mg) and mg > 0), None)
-            if j is None:
-                raise TheorykitError(f"delta*(t = {t}): no hard outlier for delta in [{grid[0]:g}, {grid[-1]:g}] "
-                                     f"(margins {', '.join(f'{dl:g}: {mg:.3g}' for dl, mg in tried)}); raise the range")
-            if j == 0:
-                raise TheorykitError(f"delta*(t = {t}): a hard outlier already exists at delta = {grid[0]:g} "
-                                     f"(margin {tried[0][1]:.3g}); lower the range")
-            (a, fa), (b, fb) = tried[j - 1], tried[j]
-            if not math.isfinite(fa):
-                raise TheorykitError(f"delta*(t = {t}): the margin is undefined at delta = {a:g} (DMFT diverged?)")
+            fin = [(dl, mg) for dl, mg in tried if math.isfinite(mg)]  # a delta where the DMFT diverged is skipped
+            j = next((i for i, (_, mg) in enumerate(fin) if mg > 0), None)
+            if j is None or j == 0:
+                out.append(DeltaStar.failed(t, tried, no_sign_change_reason(t, tried, grid), method="DMFT scan, no bracket"))
+                continue
+            (a, fa), (b, fb) = fin[j - 1], fin[j]
             side = 0
             for _ in range(refine):  # Illinois regula falsi on the (smooth, common-random-number) margin
                 c = b - fb * (b - a) / (fb - fa)
@@ -384,6 +420,8 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     finally:
         if bar:
             bar.close(done)
+    if not any(math.isfinite(q.value) for q in out):
+        raise NoAnswer("; ".join(q.error for q in out), partial=out)
     return out
 
 
@@ -482,7 +520,9 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
     settle_tol = check_number("settle_tol", settle_tol, lambda v: 0 < v < 1, "in (0, 1)")
     vals = [q.value for q in seq]
     if not all(math.isfinite(v) for v in vals):
-        raise TheorykitError(f"delta*(t) is undefined at t = {[q.t for q, v in zip(seq, vals) if not math.isfinite(v)]}")
+        bad = [q for q, v in zip(seq, vals) if not math.isfinite(v)]
+        raise NoAnswer(f"delta_NN: delta*(t) is undefined at t = {[q.t for q in bad]}"
+                       + (f" ({bad[0].error})" if getattr(bad[0], "error", "") else ""))
     inc = tuple(float(b - a) for a, b in zip(vals, vals[1:]))
     last, prev = seq[-1], seq[-2]
     small = [abs(x) <= tol * abs(last.value) for x in inc[-2:]]

@@ -145,7 +145,7 @@ def _case(args, case) -> dict:
         jobs = [{"key": f"delta={dl!r},seed={s}", "delta": float(dl), "seed": s,
                  "kwargs": {"problem": pr, "d": d, "eta_a": float(eta_a)}} for dl in deltas for s in range(seeds)]
         df = run_jobs(jobs, trained_a_run, csv, TRAINED_COLUMNS,
-                      settings={"problem": pr.to_dict(), "d": d, "eta_a": float(eta_a), "deltas": list(deltas),
+                      settings={"problem": pr.as_dict(), "d": d, "eta_a": float(eta_a), "deltas": list(deltas),
                                 "seeds": seeds, "version": VERSION},
                       processes=args.processes or 1, label="trained-a", unit="runs", quiet=True)
         for col in ("escape_time", "max_overlap"):

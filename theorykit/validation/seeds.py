@@ -7,8 +7,6 @@ version), so an interrupted or extended run reuses every seed already done; with
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -17,6 +15,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from ..cache import content_key
 from ..errors import TheorykitError
 from ..runner import normalise, run_jobs
 from ..report.writer import log as _log
@@ -65,7 +64,7 @@ def _settings(base: dict, keep) -> dict:
 
 def cache_file(cache: str, base: dict, keep=("full",)) -> str:
     """The runner file of this setting in the folder ``cache``."""
-    h = hashlib.sha1(json.dumps(_settings(base, keep), sort_keys=True).encode()).hexdigest()[:12]
+    h = content_key(_settings(base, keep), 12)
     return os.path.join(cache, f"sims_d{base.get('d')}_{h}.csv")
 
 
