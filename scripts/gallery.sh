@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the figure gallery docs/figures/ (docs/figures/README.md lists each figure with its caption).
-# About 25 minutes on 2 cores (success_pr: 18, mostly its finite-d prediction; cached in tables/.cache/gallery).
+# About 18 minutes on 2 cores (success_pr: 11, mostly its finite-d prediction; cached in tables/.cache/gallery).
 # Run from the repository root with theorykit installed.
 set -euo pipefail
 out=docs/figures
-# (the finite-d prediction: one DMFT and one capture bisection per delta and curve, 16 of its 18 minutes)
+# (the finite-d prediction, theorykit.finite_d: per delta and curve one DMFT and a ladder of 16, 10 of its 11 minutes)
 theorykit plot success --activations gelu,quad --eta gelu=1,quad=0.05 --link phase-retrieval --d 200 --steps 400 \
     --deltas 3,4,5,6,8,10,12,14 --seeds 12 --mark "gelu:delta_dyn (DMFT)=5.18" --csv-dir tables/.cache/gallery \
     --predict --predict-deltas 4,6,8,10,12 --paths 4096 --replicas 2 --delta-nn-table tables/delta_nn.csv \

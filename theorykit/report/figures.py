@@ -90,7 +90,8 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
             # a data point); the full text in the legend through a line-less proxy
             edge, y = (xlim[0] if left else xlim[1]), 0.95 - 0.07 * outside
             span = 0.12 * (xlim[1] - xlim[0])
-            short = f"{name} = {x:.3g}" if math.isfinite(x) else f"{name} = {'-' if left else ''}inf"
+            rel = ">=" if ">=" in text else "="  # a lower bound (delta_NN not converged) stays one
+            short = f"{name} {rel} {x:.4g}" if math.isfinite(x) else f"{name} = {'-' if left else ''}inf"
             ax.annotate(short, xy=(edge, y), xytext=(edge + span if left else edge - span, y),
                         xycoords=ax.get_xaxis_transform(), textcoords=ax.get_xaxis_transform(), color=colour,
                         fontsize=7, va="center", ha="left" if left else "right",
