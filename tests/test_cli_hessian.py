@@ -200,8 +200,12 @@ def test_threshold_link_without_hard_direction():
 
 
 def test_threshold_no_sign_change_is_one_line():
-    # delta in [2, 2.5] at t = 0: no outlier anywhere on the grid (delta*(0) ~ 3.2) -> exit 2 with the margins tried
-    refused(THR + ["--t", "0", "--delta-range", "2", "2.5", "--points", "2", "--refine", "0"], "no hard outlier")
+    # delta in [2, 2.5] at t = 0: no outlier anywhere on the grid (delta*(0) ~ 3.2) -> not a bad input but no answer:
+    # exit 4 with the margins tried and their trend
+    rc, out, err = run_cli(THR + ["--t", "0", "--delta-range", "2", "2.5", "--points", "2", "--refine", "0"])
+    lines = err.strip().splitlines()
+    assert rc == 4 and out == "" and len(lines) == 1, (rc, err)
+    assert lines[0].startswith("theorykit: no answer: delta*(t = 0): no hard outlier") and "raise the range" in lines[0]
 
 
 def test_threshold_progress():

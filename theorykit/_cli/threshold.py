@@ -194,7 +194,8 @@ def run(args) -> dict:
                        "horizon_deltas": args.horizon_deltas}
     out["problem"] = problem.as_dict()  # with settings it reruns the result (the dmft command's convention)
     out["seconds"] = time.perf_counter() - t0
-    answered = (any(q["value"] == q["value"] for q in out["delta_star"]) or psd
+    failed = [q for q in out["delta_star"] if q["error"]] or (out.get("delta_nn") or {}).get("error")
+    answered = not failed or (any(q["value"] == q["value"] for q in out["delta_star"]) or psd
                 or (out.get("delta_nn") or {}).get("value") is not None or "delta_dyn" in out or "finite_d" in out)
     if not answered:  # every question asked failed numerically: say so (exit 4), with every reason
         raise NoAnswer("; ".join(q["error"] for q in out["delta_star"] if q["error"])
