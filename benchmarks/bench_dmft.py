@@ -47,7 +47,8 @@ def speed(quick):
           f"{100 * rel_gram_error(r):.2f}% (goal <= 1%)")
     for t in (0, 10, 50, 100, 200):
         if t <= T:
-            print(f"    t = {t:4d}: gram = {np.round(r.gram[t].ravel(), 4)} +- {np.round(r.stderr['gram'][t].ravel(), 4)}"
+            print(f"    t = {t:4d}: gram = {np.round(r.gram[t].ravel(), 4)} "
+                  f"+- {np.round(r.stderr['gram'][t].ravel(), 4)}"
                   f", train = {r.train_loss[t]:.4f}, test = {r.test_loss[t]:.4f}")
 
 
@@ -57,8 +58,10 @@ def paths(quick):
     for P in sizes:
         t0 = time.perf_counter()
         r = dmft(**EASY, eta=1.0, steps=50, paths=P, replicas=8)
-        print(f"    paths = {P:7d}: gram(50) = {np.round(r.gram[50].ravel(), 4)}, max rel stderr {100 * rel_gram_error(r):.3f}%"
-              f", train(50) = {r.train_loss[50]:.5f} +- {r.stderr['train_loss'][50]:.5f}  ({time.perf_counter() - t0:.1f} s)")
+        print(f"    paths = {P:7d}: gram(50) = {np.round(r.gram[50].ravel(), 4)}, "
+              f"max rel stderr {100 * rel_gram_error(r):.3f}%"
+              f", train(50) = {r.train_loss[50]:.5f} +- {r.stderr['train_loss'][50]:.5f}  "
+              f"({time.perf_counter() - t0:.1f} s)")
 
 
 def grid(quick):

@@ -219,7 +219,8 @@ def markdown(rows_a, rows_b) -> list:
                   f"{r0['kw']['points']} grid points, "
                   f"{th.THRESHOLD_PATHS} paths in {th.THRESHOLD_REPLICAS} replicas, {th.THRESHOLD_REFINE} "
                   "regula-falsi solves per t.  Seconds by part (instrumented): the scan's DMFT solves, the "
-                  "refinement DMFT solves (each to its own t, innovations drawn to T = max t), building the laws (law_at) and the Hessian "
+                  "refinement DMFT solves (each to its own t, innovations drawn to T = max t), building the laws "
+                  "(law_at) and the Hessian "
                   "predictions.", "",
                   "| m | t | wall (s) | target (s) | met | scan DMFT (s, solves) | refine DMFT (s, solves) "
                   "| law_at (s, calls) | hessian_prediction (s, calls) |",

@@ -1,4 +1,5 @@
-"""The Hessian at time t from the DMFT's law, next to the finite-d Hessian (runs as a test: `python -m pytest examples`).
+"""The Hessian at time t from the DMFT's law, next to the finite-d Hessian (runs as a test:
+`python -m pytest examples`).
 
 Run it directly with `python examples/example_hessian.py`.  GeLU phase retrieval, square loss, m = 1, delta = 10 at
 random initialisation: the DMFT's law of (D, zeta) at t = 0, truncated at n = delta d for d = 400, predicts a hard

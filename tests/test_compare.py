@@ -48,7 +48,8 @@ def test_crossing():
     assert crossing([1, 2, 3], [0.2, float("nan"), 0.8]) is None
 
 
-# ------------------------------------------------------------------------------------------------ DMFT vs seeds    # upward only: a downward crossing is skipped, the first upward one taken
+# ------------------------------------------------------------------------------------------------ DMFT vs seeds
+    # upward only: a downward crossing is skipped, the first upward one taken
     assert crossing([4, 6, 8], [0.9, 0.6, 0.2], upward=True) is None
     assert crossing([1, 2, 3, 4], [0.6, 0.4, 0.8, 0.9], upward=True) == pytest.approx(2.25)
 

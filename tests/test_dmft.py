@@ -146,7 +146,8 @@ def test_stein_and_direct_responses_agree():
 
 
 def test_gauss_hermite_latents_beat_monte_carlo():
-    """Integrating z by Gauss-Hermite (and QMC paths) cuts the standard error of phase retrieval's DMFT by > 3x (variance by > 9x) at equal paths."""
+    """Integrating z by Gauss-Hermite (and QMC paths) cuts the standard error of phase retrieval's DMFT by > 3x
+    (variance by > 9x) at equal paths."""
     kw = dict(activation="gelu", link="z**2", width=1, delta=4.0, eta=1.0, steps=5, paths=8192, replicas=8)
     gh = dmft(**kw, latent="gauss-hermite")
     mc = dmft(**kw, latent="monte-carlo", sampler="random")
@@ -402,7 +403,8 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     which shows that the returned solve is the fallback's)."""
     import sys
 
-    monkeypatch.setattr(sys.modules["theorykit.dynamics.sample_side"], "DIVERGENCE_LIMIT", 1.0)  # M_3 = 1.015 > 1 (M_2 = 0.89)
+    # M_3 = 1.015 > 1 (M_2 = 0.89)
+    monkeypatch.setattr(sys.modules["theorykit.dynamics.sample_side"], "DIVERGENCE_LIMIT", 1.0)
     monkeypatch.setattr(sys.modules["theorykit.dynamics.plan"], "DIRECT_AUTO_FLOPS", 0.0)  # so 'auto' starts with Stein
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"

@@ -101,7 +101,8 @@ def testcapture_probabilities_width_two_against_sampling():
     mu = rng.multivariate_normal([0, 0], V[0] / 400, size=200_000)
     phi = np.arctan2(mu[:, 1], mu[:, 0])
     # the piecewise-linear capture strength 1/m* on the rays' images over the whole circle, as the construction does
-    xs = np.concatenate([angles + s for s in (0, math.pi)] + [math.pi / 2 - angles + s for s in (0, math.pi)]) % (2 * math.pi)
+    xs = np.concatenate([angles + s for s in (0, math.pi)]
+                        + [math.pi / 2 - angles + s for s in (0, math.pi)]) % (2 * math.pi)
     ys = 1.0 / np.tile(r_of(angles), 4)
     o = np.argsort(xs)
     r = 1.0 / np.interp(phi % (2 * math.pi), xs[o], ys[o], period=2 * math.pi)

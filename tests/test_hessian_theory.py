@@ -44,7 +44,8 @@ def test_constant_D_is_marchenko_pastur(delta, c):
 def test_a_kernel_is_the_exact_marchenko_pastur_atom(delta):
     """ReLU with square loss: D = sigma'(u)^2 = 1{u > 0}, 0 on half the samples.  H = (1/n) sum_{D_i = 1} x_i x_i^T is
     (1/2) x an MP matrix of n/2 samples: ratio c = 2/delta, an atom 1 - 1/c at 0 when c >= 1, continuous part on
-    (1/2)(1 -+ sqrt(c))^2 (closed forms, no code of ours).  Before the kernel case the continuation ran away (raised)."""
+    (1/2)(1 -+ sqrt(c))^2 (closed forms, no code of ours).  Before the kernel case the continuation ran away
+    (raised)."""
     law = HessianLaw.from_samples(np.array([0.0, 1.0]), np.array([1.0, 1.0]), delta)
     p = hessian_prediction(law)
     c = 2.0 / delta
@@ -132,7 +133,9 @@ def _bounded_exact_law(delta):
 
 
 def test_bounded_delta_star_at_init_is_theorys_exact_value():
-    margin = lambda dl: hessian_prediction(_bounded_exact_law(dl)).margin
+    def margin(dl):
+        return hessian_prediction(_bounded_exact_law(dl)).margin
+
     assert margin(3.0) < 0 < margin(3.5)
     ds = optimize.brentq(margin, 3.0, 3.5, xtol=1e-8)
     assert ds == pytest.approx(3.243, abs=1e-3)  # THEORY §5: exact 3.243 at random initialisation

@@ -178,7 +178,8 @@ def test_no_public_function_shadows_its_submodule():
 
 def test_no_private_helper_is_imported_across_modules():
     """`from theorykit.X import _name` is a private helper reaching across modules (issue 10 point 8): make it public
-    in a shared module instead.  (Aliasing a public name to a private one, `import check_int as _check_int`, is fine.)"""
+    in a shared module instead.  (Aliasing a public name to a private one, `import check_int as _check_int`, is
+    fine.)"""
     modules = _modules()
     bad = []
     for name, path in sorted(modules.items()):

@@ -1,6 +1,6 @@
-"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.dynamics.linear_gd_limit) against the simulator and
-the DMFT: an outside check of the solver, and of its error bars (issue: honest defaults, the reported standard error
-must cover the finite-path bias)."""
+"""The linear model's exact d -> infinity GD curves (Marchenko-Pastur, theorykit.dynamics.linear_gd_limit) against
+the simulator and the DMFT: an outside check of the solver, and of its error bars (issue: honest defaults, the
+reported standard error must cover the finite-path bias)."""
 import numpy as np
 import pytest
 

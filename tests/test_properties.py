@@ -151,7 +151,8 @@ BUILDERS = {"activation": activation, "link": link, "loss": loss, "preprocessing
             "of": lambda t: _parse.parse_expression(t, {n: sp.Symbol(n) for n in VARIABLES["of"]}, "of")}
 FUNCTIONS = sorted(_parse.FUNCTIONS)  # every whitelisted function
 JUNK_ATOMS = ["pi", "E", "1e400", "9" * 60, "0.0", "1e-400", "foo", "__import__", "'s'", "True", "None", "x.real",
-              "x[0]", "lambda: 1", "[1]", "{}", "open('f')", "I", "oo", "nan", "1j", "0x10", "1_000", "...", "x if x else 1"]
+              "x[0]", "lambda: 1", "[1]", "{}", "open('f')", "I", "oo", "nan", "1j", "0x10", "1_000", "...",
+              "x if x else 1"]
 OPERATORS = ["+", "-", "*", "/", "**", "^", "%", "//", "@", "<", "==", " and ", "&", "<<"]
 
 

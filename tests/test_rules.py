@@ -93,7 +93,8 @@ def test_gauss_hermite_largest_order_is_sound():
     import theorykit as tk
 
     with pytest.raises(TheorykitError, match=f"1..{rules.HERMITE_MAX_ORDER}"):
-        tk.population.population_loss(tk.symbolic.Network("tanh", "square", 1), "z", np.zeros((1, 1)), np.zeros((1, 1)), order=371)
+        tk.population.population_loss(tk.symbolic.Network("tanh", "square", 1), "z", np.zeros((1, 1)), np.zeros((1, 1)),
+                                      order=371)
 
 
 # ------------------------------------------------------------------------------------------------- Gauss-Legendre

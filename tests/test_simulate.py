@@ -175,7 +175,8 @@ def test_cli_json_keys(capsys):
     assert len(out["train_loss"]) == 4 and len(out["success"]) == 4 and out["hessian"] == []
     assert len(out["population_test_loss"]) == 4 and len(out["population_test_loss_error"]) == 4
     s = out["settings"]
-    assert s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in out["method"] and "theta_star" not in s
+    assert (s["seed"] == 1 and s["n"] == 80 and s["d"] == 40 and s["eta"] == 0.5 and "theta_star" in out["method"]
+            and "theta_star" not in s)
     # values, not just keys: the CLI run is the API run with the same settings (bit for bit: JSON keeps a float's
     # shortest repr), and t = 0 is the documented first draw from default_rng(seed): Theta0 ~ N(0, I/d), then X
     res = simulate("gelu", "phase-retrieval", "square", 2, delta=2, d=40, steps=3, eta=0.5, seed=1, n_test=50)

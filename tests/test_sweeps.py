@@ -21,7 +21,8 @@ Z = 1.959963984540054  # the two-sided 95% normal quantile, Phi^-1(0.975)
 
 
 def wilson_by_hand(k, n, z=Z):
-    """The Wilson score interval written out: centre (p + z^2/2n)/(1 + z^2/n), half z sqrt(p(1-p)/n + z^2/4n^2)/(...)."""
+    """The Wilson score interval written out: centre (p + z^2/2n)/(1 + z^2/n), half
+    z sqrt(p(1-p)/n + z^2/4n^2)/(...)."""
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -69,7 +70,8 @@ def test_parallel_equals_serial_and_csv_roundtrip(tmp_path):
     assert s.stderr[0] == 0.0 and s.stderr[1] == pytest.approx(math.sqrt(0.25 / 6), rel=1e-15)
     assert math.isnan(s.median_escape_time[0]) and s.median_escape_time[1] == 15.0
     # Wilson 95% intervals of 0/6 and 3/6: [0, z^2/(6 + z^2)] and the formula written out (symmetric about 1/2)
-    assert list(s.successes) == [0, 3] and s.low[0] == 0.0 and s.high[0] == pytest.approx(Z * Z / (6 + Z * Z), rel=1e-12)
+    assert (list(s.successes) == [0, 3] and s.low[0] == 0.0
+            and s.high[0] == pytest.approx(Z * Z / (6 + Z * Z), rel=1e-12))
     assert (s.low[1], s.high[1]) == pytest.approx(wilson_by_hand(3, 6), rel=1e-12)
     assert s.low[1] + s.high[1] == pytest.approx(1.0, rel=1e-12)
 
@@ -119,7 +121,8 @@ def test_diverged_runs_count_against_the_success_fraction():
     at t = 9 and 5).  So P = 2/6 = 1/3 (counting only the ok runs it would be 2/2 = 1), s.e. sqrt((1/3)(2/3)/6) =
     sqrt(1/27), median escape time over the ok runs (7 + 16)/2 = 11.5."""
     df = sweep([6.0], range(6), processes=1, progress=False, **{**BASE, "eta": 0.3})
-    assert list(df.status) == ["ok"] * 2 + ["diverged"] * 4 and list(df.success) == [True, True, False, False, True, True]
+    assert (list(df.status) == ["ok"] * 2 + ["diverged"] * 4
+            and list(df.success) == [True, True, False, False, True, True])
     assert [int(t) for t in df.escape_time.dropna()] == [7, 16, 9, 5]
     s = summarise(df)
     assert (s.runs[0], s.ok[0], s.diverged[0], s.failed[0], s.successes[0]) == (6, 2, 4, 0, 2)

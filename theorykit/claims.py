@@ -408,7 +408,8 @@ def _exact_difference(claim: sp.Expr, exact: sp.Expr) -> tuple:
                 f" evaluated at {EXACT_DIGITS} digits{at}, |difference| <= 1e-{AGREE_DIGITS} relative")
     text = str(diff) if len(str(diff)) <= 200 else str(diff)[:200] + "..."
     val = None if syms else first
-    num = ("" if diff.is_Rational else f" ≈ {_fmt(first)}") if not syms else f" (e.g. {_fmt(first)} at {', '.join(f'{k} = {v}' for k, v in pts[0].items())})"
+    num = (("" if diff.is_Rational else f" ≈ {_fmt(first)}") if not syms
+           else f" (e.g. {_fmt(first)} at {', '.join(f'{k} = {v}' for k, v in pts[0].items())})")
     return ("differs", f"differs by {text}{num}", None, str(diff), val,
             f"exact: claim - computed = {text}, nonzero{' (evaluated' + at + ')' if syms else ''}")
 

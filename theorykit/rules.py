@@ -46,7 +46,8 @@ import numpy as np
 from ._checks import check_number
 from .errors import TheorykitError
 
-__all__ = ["crossing", "crossing_index", "first_passage", "Rule", "gauss_hermite", "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
+__all__ = ["crossing", "crossing_index", "first_passage", "Rule", "gauss_hermite", "gauss_legendre",
+           "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
@@ -301,7 +302,8 @@ def gauss_legendre_normal_split(points, order: int, width: float = 10.0) -> Rule
     edges = [-width] + cuts + [width]
     u, w0 = np.polynomial.legendre.leggauss(order)
     t = np.concatenate([(a + b) / 2 + (b - a) / 2 * u for a, b in zip(edges[:-1], edges[1:])])
-    w = np.concatenate([(b - a) / 2 * w0 for a, b in zip(edges[:-1], edges[1:])]) * np.exp(-t * t / 2) / np.sqrt(2 * np.pi)
+    w = (np.concatenate([(b - a) / 2 * w0 for a, b in zip(edges[:-1], edges[1:])])
+         * np.exp(-t * t / 2) / np.sqrt(2 * np.pi))
     lo = lower_order(order)
     return Rule(t[:, None], w, f"Gauss-Legendre times the normal density, {order} nodes on each of {len(edges) - 1} "
                                f"pieces of [-{width:g}, {width:g}] cut at {', '.join(f'{c:.6g}' for c in cuts)}",

@@ -173,7 +173,8 @@ def add_initial_law_arguments(p):
     """--M0 and --Sigma0: the initial law Theta(0) = Theta* M0 + (complement with covariance Sigma0), for simulate,
     sweep and dmft alike, so that theory and referee can start from the same point."""
     p.add_argument("--M0", default=None, metavar="LIST",
-                   help="initial overlap M_0 = Theta*^T Theta(0): k x m numbers, row-major, comma-separated (default 0)")
+                   help="initial overlap M_0 = Theta*^T Theta(0): k x m numbers, row-major, comma-separated "
+                        "(default 0)")
     p.add_argument("--Sigma0", default=None, metavar="LIST",
                    help="initial covariance of the complement: m x m numbers row-major, or one number s for s I "
                         "(default I)")

@@ -6,7 +6,8 @@ written with other settings is refused).  Exit status 2, with one line, when eve
 import math
 import sys
 
-from ._args import SEED_MAX, add_simulation_arguments, add_worker_arguments, check_args, check_workers, simulation_kwargs
+from ._args import (SEED_MAX, add_simulation_arguments, add_worker_arguments, check_args, check_workers,
+                    simulation_kwargs)
 from ..errors import TheorykitError
 
 
@@ -109,10 +110,12 @@ def run(args) -> dict:
 
 #: what a null cell of a run means (JSON output; the CSV leaves it empty)
 NULL_MEANS = {"escape_time": "the run never reached the success overlap within --steps (or it failed)",
-              "success": "the run failed (no result)", "final_overlap": "the run failed", "max_overlap": "the run failed",
+              "success": "the run failed (no result)", "final_overlap": "the run failed",
+              "max_overlap": "the run failed",
               "final_train_loss": "the run failed", "final_test_loss": "the run failed"}
 NULL_MEANS_SUMMARY = {"median_escape_time": "no run that finished escaped at this delta",
-                      "success_probability": "every run at this delta failed", "stderr": "every run at this delta failed",
+                      "success_probability": "every run at this delta failed",
+                      "stderr": "every run at this delta failed",
                       "low": "every run at this delta failed", "high": "every run at this delta failed"}
 
 

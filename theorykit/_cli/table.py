@@ -101,7 +101,8 @@ def run(args) -> dict:
         cols = list(df.columns)
         body = [f"## {', '.join(c.name for c in columns)}", ""] + st.markdown(df, columns)
         header = [f"Columns {st.__doc__.split('Columns')[1].split('Every cell')[0].strip()}\n",
-                  f"Options: {options.paths} DMFT paths in {options.replicas} replicas; simulator {options.seeds} seeds "
+                  f"Options: {options.paths} DMFT paths in {options.replicas} replicas; "
+                  f"simulator {options.seeds} seeds "
                   f"per delta on the grid {list(options.deltas)}; delta_star/delta_nn scan range {[lo, hi]}. "
                   f"Cached cells: {cache}.\n"]
         files = list(write_table(args.out, df.to_dict("records"), cols, body, title="theorykit table",

@@ -1,5 +1,6 @@
 """theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA [--t T [T ...]]
-[--n N | --d D [D ...]] [--horizon T [--horizon-deltas D ...]] [--delta-range LO HI] [--points P] [--paths N] [--replicas R] [--seed S] [--refine K] [--ridge R]
+[--n N | --d D [D ...]] [--horizon T [--horizon-deltas D ...]] [--delta-range LO HI] [--points P] [--paths N]
+[--replicas R] [--seed S] [--refine K] [--ridge R]
 [--nn T_MAX [--nn-points K]] [--dyn T1 T2 [--dyn-deltas D ...]] [--progress] [--json]
 
 delta*(t) (docs/theory.md §5): the smallest delta at which the DMFT state at time t has a hard outlier below the
@@ -248,7 +249,8 @@ def text(r) -> str:
     dy = r.get("delta_dyn")
     if dy:
         gs = ", ".join(f"{g['delta']:.4g}: {fmt(g['value'], '.3g')} +- {fmt(g['stderr'], '.1g')}" for g in dy["gamma"])
-        val = (f"{fmt(dy['value'], '.4g')} +- {fmt(dy['stderr'], '.2g')}" if dy["value"] is not None and dy["value"] == dy["value"]
+        val = (f"{fmt(dy['value'], '.4g')} +- {fmt(dy['stderr'], '.2g')}"
+               if dy["value"] is not None and dy["value"] == dy["value"]
                else f"undefined ({dy['reason']})")
         lines.append(f"  delta_dyn ({dy['criterion']}) = {val}; gamma(delta) on t in {dy['t_range']}: {gs}")
     for f in r.get("finite_d", []):

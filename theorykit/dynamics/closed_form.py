@@ -318,7 +318,8 @@ class _Engine:
                         val = None
                         break
                     if e:
-                        val = val * double_factorial(e - 1) if i < ns else val * double_factorial(e - 1) * self.var[i] ** (e // 2)
+                        val = (val * double_factorial(e - 1) if i < ns
+                               else val * double_factorial(e - 1) * self.var[i] ** (e // 2))
                 if val is not None:
                     total += val
                 continue

@@ -4,14 +4,16 @@ sigma(x) = x, width m = 1, a = 1, b = 0, square loss l = (y - yhat)^2 / 2, link 
 ridge lambda >= 0, constant step eta, Theta^0 ~ N(0, I_d / d) (Sigma_0 = 1), M_0 = 0.  Then GD is linear:
 
     Theta^t - theta* = A^t Theta^0 - (I - q(Shat) Shat) theta* + s q(Shat) X^T eps / n,
-    Shat = X^T X / n,  A = I - eta (Shat + lambda I),  q(mu) = (1 - a_t(mu)) / (mu + lambda),  a_t(mu) = (1 - eta (mu + lambda))^t,
+    Shat = X^T X / n,  A = I - eta (Shat + lambda I),  q(mu) = (1 - a_t(mu)) / (mu + lambda),
+    a_t(mu) = (1 - eta (mu + lambda))^t,
 
 and every overlap is an integral against the Marchenko-Pastur law of Shat with ratio gamma = d / n = 1 / delta
 (rotation invariance of the Wishart matrix: theta*, Theta^0 are generic directions for Shat):
 
     M_t            = int q mu dMP
     Theta^T Theta  = int a_t^2 dMP + int q^2 mu^2 dMP + (s^2 / delta) int mu q^2 dMP
-    train loss     = (1/2) [int a_t^2 mu + int (1 - q mu)^2 mu + (s^2/delta) int mu^2 q^2 - 2 (s^2/delta) int mu q + s^2]
+    train loss     = (1/2) [int a_t^2 mu + int (1 - q mu)^2 mu + (s^2/delta) int mu^2 q^2
+                            - 2 (s^2/delta) int mu q + s^2]
     test loss      = (1/2) [Theta^T Theta - 2 M_t + 1 + s^2]       (population loss, fresh sample)
 
 This is a closed form no part of the DMFT solver uses: the DMFT (theorykit.dmft with activation 'linear', link

@@ -245,5 +245,6 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "
                              f"replicas (machine: {phys / 2**30:.1f} GiB): lower paths, response_paths or processes")
     return Plan(latent=latent, latent_auto=latent_auto, order=order, response=response, auto=auto, window=window,
-                kinked=kinked, bias_check=bool(bias_check), fine_lags=fine_lags, batch_args=batch_args, n_main=n_main, n_resp=n_resp,
+                kinked=kinked, bias_check=bool(bias_check), fine_lags=fine_lags, batch_args=batch_args, n_main=n_main,
+                n_resp=n_resp,
                 memory=mem, processes=procs)

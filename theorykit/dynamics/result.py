@@ -60,9 +60,9 @@ class DMFTResult:
 
     t (T+1,), time (T+1,) flow time sum_{s<t} eta_s; M (T+1, k, m); gram (T+1, m, m) = M^T M + C_theta(t, t);
     train_loss, test_loss (T+1,); C_theta_tt (T+1, m, m); C_mu (T+1, kH, m, m) = d E[Theta^T e e^T Theta] per hard
-    direction e (docs/theory.md §3.2); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest eigenvalue of
-    D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta, C_u, R_u
-    as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
+    direction e (docs/theory.md §3.2); D_tail (T+1, 4): min and the 1e-5, 1e-4, 1e-3 quantiles of the smallest
+    eigenvalue of D^t; stderr: the same keys -> standard errors over replicas; kernels (if requested): C_theta, R_theta,
+    C_u, R_u as (T+1, T+1, m, m) arrays (replica means) with "<name>_stderr"; status "ok" | "diverged"; diverged_at;
     hard_reliable_until: last t before the replicas of tr C_mu disagree by > 5%; hard_ess (T+1,): smallest over
     replicas of the effective fraction of paths carrying the hard drift (see :func:`hard_tangents`); C_mu_init
     (T+1, kH, m, m): the part of C_mu grown from the initial overlap alone, P_t Sigma_0 P_t^T; v_eff (T+1,), m = 1

@@ -7,5 +7,6 @@ from .spectral_methods import data_matrix, finite_d_top, top_eigenpairs
 from .sweeps import read_csv, summarise, sweep
 from .kick import kick_growth_rate
 
-__all__ = ["simulate", "SimulationResult", "kick_growth_rate", "hessian_bottom", "hessian_matvec", "dense_hessian", "HessianSpectrum",
+__all__ = ["simulate", "SimulationResult", "kick_growth_rate", "hessian_bottom", "hessian_matvec", "dense_hessian",
+           "HessianSpectrum",
            "data_matrix", "top_eigenpairs", "finite_d_top", "sweep", "summarise", "read_csv"]

@@ -37,7 +37,8 @@ Conventions (all recorded in ``result.settings``):
   made (also for the spectral init, so that both inits see the same data for a seed); (2) X train, (n, d);
   (3) eps train, (n,), only for noisy links; (4) X test, (n_test, d); (5) eps test, (n_test,), only for noisy links.
 * **Divergence**: the run stops at the first step t whose train or test loss is not finite, whose train loss exceeds
-  1e12 * max(1, train loss at t = 0), or whose ||Theta||_F^2 exceeds 1e100; all arrays stop at step t - 1 (no NaN anywhere) and ``diverged_at`` gives the step,
+  1e12 * max(1, train loss at t = 0), or whose ||Theta||_F^2 exceeds 1e100; all arrays stop at step t - 1 (no NaN
+  anywhere) and ``diverged_at`` gives the step,
   the loss there (inf when not finite) and a hint on eta.
 * **Per step cost**: one matmul X @ Theta, one X^T @ F, one X_test @ Theta (test loss), plus O((n + n_test) m + d m^2).
 * **Kernel** (``kernel``): "numpy" makes those products with NumPy (two passes over X per step); "fused" makes the
@@ -544,7 +545,8 @@ def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
         return None, "numpy", numpy_text + " (asked for)"
     est = _check_cost(n, d, m, steps, n_test)
     if kernel == "auto" and est < FUSED_AUTO_SECONDS:
-        return None, "numpy", numpy_text + f" (auto: estimated {est:.2g} s < {FUSED_AUTO_SECONDS:g} s, not worth compiling)"
+        return None, "numpy", numpy_text + (f" (auto: estimated {est:.2g} s < {FUSED_AUTO_SECONDS:g} s, "
+                                            "not worth compiling)")
     fused, why = fused_kernel(net, threads)
     if fused is None:
         if kernel == "fused":

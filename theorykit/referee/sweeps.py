@@ -196,7 +196,8 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         from ..problem import Problem
 
         if not isinstance(simulate_kwargs["problem"], Problem):
-            raise TheorykitError(f"problem must be a theorykit.Problem, got {type(simulate_kwargs['problem']).__name__}")
+            raise TheorykitError(f"problem must be a theorykit.Problem, "
+                                 f"got {type(simulate_kwargs['problem']).__name__}")
     n_jobs = len(deltas) * len(seeds)
     processes = min(processes or os.cpu_count() or 1, n_jobs)
     if processes < 1:

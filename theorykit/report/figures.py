@@ -52,9 +52,9 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
     with a hatched band in the curve's colour; marks: label -> {name: delta, or {"delta": x, "text": legend text}}
     (vertical lines, e.g. delta_alg, delta_NN), drawn in the curve's colour.  The x range is ``xlim`` (default
     :func:`delta_range` of the curves' and predictions' deltas); a mark outside it (infinite included) is a
-    labelled arrow at the nearer edge pointing out of the range, its text in the legend with "off scale".  Predictions whose m_star is noise-limited
-    are open squares.  The legend is right of the axes; notes: lines written under the axes (e.g. why a curve has no
-    prediction)."""
+    labelled arrow at the nearer edge pointing out of the range, its text in the legend with "off scale".  Predictions
+    whose m_star is noise-limited are open squares.  The legend is right of the axes; notes: lines written under the
+    axes (e.g. why a curve has no prediction)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     styles = ["--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
@@ -130,7 +130,8 @@ def hessian(density: dict, eigenvalues: Sequence[float], outliers: Sequence[dict
     for o in outliers:
         if o.get("lambda") is not None:
             ax.axvline(o["lambda"], color="C3", lw=1.5,
-                       label=f"predicted hard outlier {o['lambda']:.3g} (overlap² {o.get('overlap2', float('nan')):.2f})")
+                       label=f"predicted hard outlier {o['lambda']:.3g} "
+                             f"(overlap² {o.get('overlap2', float('nan')):.2f})")
     if ev.size:  # the lowest finite-d eigenvalues, one mark each (a histogram bar of one eigenvalue is easy to miss)
         low = np.sort(ev)[:5]
         ax.plot(low, np.full(low.size, 0.05), "kx", ms=6, label=f"lowest finite-d eigenvalues ({low[0]:.3g}, ...)")

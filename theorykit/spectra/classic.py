@@ -77,7 +77,8 @@ class SpectralLaw:
             raise TheorykitError(f"spectral law: tau = {tau} must be finite and >= max Z = {Z.max():.6g}")
         if tau <= 0:
             raise TheorykitError(f"spectral law: sup Z = {tau:.6g} <= 0, so no positive outlier can exist "
-                                 "(M_n is negative semi-definite up to O(1/sqrt(n))); use a T that takes positive values")
+                                 "(M_n is negative semi-definite up to O(1/sqrt(n))); use a T that takes positive "
+                                 "values")
         return cls(w, Z, V, tau, method, tuple(notes))
 
     def __post_init__(self):
@@ -292,7 +293,9 @@ def spectral_law(link, T, delta, level: int = 0) -> SpectralLaw:
     tau = max(float(Z.max()), s6)
     notes = []
     if not L.noisy:  # refine a sup attained at a finite point
-        f = lambda t: -float(Tp.numpy(L.numpy(np.array([t]), np.zeros(1)), delta)[0])
+        def f(t):
+            return -float(Tp.numpy(L.numpy(np.array([t]), np.zeros(1)), delta)[0])
+
         i = int(np.argmax(Z))
         if Z[i] >= s6 - 1e-12 * max(1.0, abs(s6)):
             h = 2 * max(abs(z[min(i + 1, len(z) - 1)] - z[i]), abs(z[i] - z[max(i - 1, 0)]), 1e-12)
@@ -375,14 +378,17 @@ def spectral_threshold(link, T, delta_range=(1e-3, 1e3), points: int = 31, xtol:
         raise TheorykitError(f"spectral threshold: an outlier already exists at delta = {lo:g}: delta_u < {lo:g} "
                              "(lower the range)")
     # verify at the fine level, moving right if the coarse scan was misleading
-    f = lambda d: _margin_at(L, Tp, d, level)
+    def f(d):
+        return _margin_at(L, Tp, d, level)
+
     a, b = grid[first - 1], grid[first]
     fb = f(b)
     j = first
     while fb is None or fb[0] <= 0:
         j += 1
         if j >= len(grid):
-            raise TheorykitError("spectral threshold: the coarse scan's outlier was not confirmed by the fine quadrature")
+            raise TheorykitError("spectral threshold: the coarse scan's outlier was not confirmed by the fine "
+                                 "quadrature")
         a, b = b, grid[j]
         fb = f(b)
     fa = f(a)

@@ -213,7 +213,8 @@ def parse_expression(text: str, symbols: dict, what: str = "expression") -> sp.E
     except (RecursionError, MemoryError):
         raise ParseError(f"{what} {_short(text)}: too deeply nested") from None
     except Exception as e:  # SymPy refused to build the object (e.g. Max of complex values)
-        raise ParseError(f"{what} {_short(text)}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise ParseError(f"{what} {_short(text)}: {type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''}") from None
     if not isinstance(expr, sp.Basic):
         raise ParseError(f"{what} {_short(text)}: not an expression")
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):

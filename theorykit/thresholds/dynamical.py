@@ -119,7 +119,8 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     ok = [g for g in gam if math.isfinite(g["value"])]  # deltas with a rate (m* inside the ladder)
     i = crossing_index([g["value"] for g in ok], 0.0, upward=True)
     if len(ok) < 2:
-        reason = f"gamma is defined at {len(ok)} delta(s) of the grid (elsewhere m* leaves the ladder or the DMFT diverges)"
+        reason = (f"gamma is defined at {len(ok)} delta(s) of the grid "
+                  "(elsewhere m* leaves the ladder or the DMFT diverges)")
     elif i is None:
         reason = ("gamma > 0 at every delta of the grid where it is defined: delta_dyn is below it"
                   if ok[0]["value"] > 0 else

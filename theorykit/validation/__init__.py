@@ -18,7 +18,8 @@ from .stats import (Proportion, binomial, crossing, compare, signed, per_seed_rm
                     extrapolate_inverse, loglog_slope, within, within_se, within_factor, in_band)
 from ..runner import run_jobs, read_rows, check_writable
 from .seeds import run_sims, gd_run, stack, zero_mean_covariates
-from ..report.writer import write_table, write_csv, check_table_writable, notes_path, regenerate_command, md_table, fmt, pct, pm
+from ..report.writer import (write_table, write_csv, check_table_writable, notes_path, regenerate_command, md_table,
+                             fmt, pct, pm)
 
 __all__ = ["Proportion", "binomial", "crossing", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
            "fit_over_d", "extrapolate_inverse", "loglog_slope", "within", "within_se", "within_factor", "in_band",

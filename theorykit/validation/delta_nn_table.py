@@ -7,7 +7,8 @@ Part 3: the simulator's escape time from random initialisation against d (bounde
 Part 2, per setting and delta: gamma = -d ln m*/dT from :func:`theorykit.thresholds.capture_curve` (a ladder of
 nonlinear DMFT runs from small hard overlaps) fitted on a t range, beside the simulator's late growth rate of a small
 hard overlap (:func:`theorykit.referee.kick_growth_rate`, the same units: a rate of the amplitude |cos|), and
-delta_dyn where gamma crosses 0.  Agreement is not a pass criterion here (docs/theory.md §5: open); the table is the result.
+delta_dyn where gamma crosses 0.  Agreement is not a pass criterion here (docs/theory.md §5: open); the table is the
+result.
 """
 from __future__ import annotations
 
@@ -190,8 +191,8 @@ def part_dyn(args, rows, md, cases):
               f"hard direction, {args.seeds} seeds; gamma_sim = the slope of ln|cos(theta, e)| on the same range "
               "before cos^2 > 1/2 (seeds that escape before the window are counted, not fitted).  Same units (a "
               "rate of the amplitude; the rate of cos^2 is twice it).\n")
-    hdr = ["setting", "delta", "t range", "gamma DMFT ± se", "gamma finite d ± se", "kick m0, d", "escaped before window",
-           "seconds (DMFT / finite d)"]
+    hdr = ["setting", "delta", "t range", "gamma DMFT ± se", "gamma finite d ± se", "kick m0, d",
+           "escaped before window", "seconds (DMFT / finite d)"]
     body = []
     for case in cases:
         case_rows = _cached(args, "dyn", case, _dyn_case)["rows"]

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..thresholds import finite_d
 from ..cases import problem as _problem
-from ..report.writer import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
+from ..report.writer import (cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command,
+                             write_table)
 
 #: (setting, deltas, d values, seeds per delta and d, horizon)
 CASES = [("pr-gelu", (8.0, 10.0, 12.0, 15.0), (200, 400, 800, 1600), 16, 200),
@@ -122,7 +123,8 @@ def _render(rows) -> tuple:
         flag = " (noise-limited)" if r.get("noise_limited") else ""
         cells.append([s, f"{float(r['delta']):g}", r["d"], r["horizon"],
                       f"{fmt(_num(r['P_pred']), 3)} [{fmt(_num(r['P_low']), 2)}, {fmt(_num(r['P_high']), 2)}]{flag}",
-                      f"{fmt(_num(r['sim_frac']), 3)} ± {fmt(_num(r['sim_se']), 2)} ({r['sim_escaped']}/{r['sim_runs']})",
+                      f"{fmt(_num(r['sim_frac']), 3)} ± {fmt(_num(r['sim_se']), 2)} "
+                      f"({r['sim_escaped']}/{r['sim_runs']})",
                       ok])
     deltas = sorted({float(r["delta"]) for r in rows})
     ds = sorted({int(r["d"]) for r in rows})

@@ -77,7 +77,8 @@ class Core:
             self._Q = np.stack([np.ones_like(self.d0), self.d0, self.d1, self.d2, self.detD])  # (5, N)
             self._Qc = self._Q.astype(complex)
         kH = law.kH
-        self.wzz = self.w[:, None] * np.einsum("na,nb->nab", law.zeta, law.zeta).reshape(len(self.w), kH * kH)  # (N, kH^2)
+        # (N, kH^2)
+        self.wzz = self.w[:, None] * np.einsum("na,nb->nab", law.zeta, law.zeta).reshape(len(self.w), kH * kH)
 
     def g(self, S: np.ndarray) -> np.ndarray:
         """g = (I + D S/delta)^{-1} D in entries-major layout (L, m*m, N) (entry p*m + q of g_n at [:, p*m+q, n])."""
