@@ -201,7 +201,8 @@ def main(argv=None):
         print(f"n={n} d={d} m={m}: floor {row['floor_ms']:.2f} ms, fused {row['fused_ms']:.2f} "
               f"({row['fused_over_floor']:.2f}x; in-cache compute {row['compute_over_floor']:.2f}x, fused / (read + "
               f"compute) {row['fused_over_sum']:.2f}), fused on float32 X {row['fused32_ms']:.2f} "
-              f"({row['fused32_over_floor']:.2f}x; / (f32 read + compute) {row['fused32_over_sum']:.2f}), numpy {row['numpy_ms']:.2f} ({row['numpy_over_floor']:.2f}x), "
+              f"({row['fused32_over_floor']:.2f}x; / (f32 read + compute) {row['fused32_over_sum']:.2f}), "
+              f"numpy {row['numpy_ms']:.2f} ({row['numpy_over_floor']:.2f}x), "
               f"matmuls {row['matmuls_ms']:.2f}" + ("" if args.no_full else
               f"; simulate per step: fused {row['iter_fused_ms']:.2f}, numpy {row['iter_numpy_ms']:.2f}"),
               flush=True)
@@ -269,19 +270,24 @@ def _write(args, rows, agree, argv, started, wall):
              "arithmetic with X in cache (the same kernel and threads on a 64-row block repeated to n rows): the step "
              "cannot beat max(floor, compute), and with no overlap of memory and arithmetic it takes floor + compute.  "
              "fused = theorykit's one-pass step "
-             "(kernel=\"fused\"); fused f32 = the same on X stored in float32 (storage=\"float32\", float64 arithmetic), "
-             "its ratio to the same float64 floor, and the float32 read of X / floor beside it; numpy = evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
+             "(kernel=\"fused\"); fused f32 = the same on X stored in float32 (storage=\"float32\", float64 "
+             "arithmetic), its ratio to the same float64 floor, and the float32 read of X / floor beside it; numpy = "
+             "evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
              "simulate per step: a whole recorded iteration (with the test loss on n_test = n fresh samples: two "
              "matrices read, floor 2x).  fused / floor and numpy / floor: the median over the rounds of the step's "
              "time over the floor measured next to it (the mean of a read just before and just after), with the "
-             "quartiles of that ratio for the fused steps (the other ratios are of the medians); this VM's memory bandwidth drifts by tens of percent "
+             "quartiles of that ratio for the fused steps (the other ratios are of the medians); this VM's memory "
+             "bandwidth drifts by tens of percent "
              "between rounds, so a ratio of two medians taken apart is not reliable.", "",
-             "| n | d | m | floor | GEMM floor | fused step | fused / floor [quartiles] | fused / max(floor, GEMM floor) "
+             "| n | d | m | floor | GEMM floor | fused step | fused / floor [quartiles] "
+             "| fused / max(floor, GEMM floor) "
              "| compute / floor | fused / (floor + compute) "
              "| fused f32 | fused f32 / floor [quartiles] | f32 read / floor | compute f32 / floor "
              "| fused f32 / (f32 read + compute f32) | numpy step | numpy / floor | matmuls alone |"
-             + ("" if args.no_full else " simulate/step fused | numpy | fused f32 | fused / (2 floor) | fused f32 / (2 floor) |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("" if args.no_full else "---|---|---|---|---|")]
+             + ("" if args.no_full
+                else " simulate/step fused | numpy | fused f32 | fused / (2 floor) | fused f32 / (2 floor) |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+             + ("" if args.no_full else "---|---|---|---|---|")]
     for r in rows:
         line = (f"| {r['n']} | {r['d']} | {r['m']} | {r['floor_ms']:.2f} ({r['floor_min_ms']:.2f}) | "
                 f"{r['gemm_floor_ms']:.2f} | "

@@ -8,8 +8,6 @@ coefficient, on phase retrieval with the square loss.
    n = delta d for d = 500 (D is unbounded below for this activation);
 3. the simulator at d = 120 on either side of it.
 """
-import numpy as np
-
 import theorykit as tk
 
 ACT, ETA = "x*tanh(x)", 0.5

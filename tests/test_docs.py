@@ -136,3 +136,29 @@ def test_public_docstring_examples_run(name):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"theorykit.{name}: {result.failed} of {result.attempted} doctest examples failed"
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run runs exactly the README's test command (install, ruff, mypy on the public API, pytest)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    cmd = next(line.strip() for line in readme.splitlines() if "pip install '.[test]'" in line)
+    assert cmd in ci and "ruff check" in cmd and "&& mypy &&" in cmd and "pytest -q" in cmd
+
+
+def test_mypy_checks_every_module_behind_all():
+    """pyproject.toml's [tool.mypy] files (what .ci/run type-checks) hold the module of every name in
+    theorykit.__all__."""
+    import sys
+
+    import theorykit
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    files = set(re.findall(r'^\s*"(theorykit/[\w/]+\.py)",\s*$', text.split("[tool.mypy]")[1].split("\n[")[0], re.M))
+    for name in theorykit.__all__:
+        module = getattr(theorykit, name).__module__
+        path = Path(sys.modules[module].__file__).resolve().relative_to(Path(theorykit.__file__).resolve().parents[1])
+        assert path.as_posix() in files, f"theorykit.{name} is defined in {path}, which mypy does not check"

@@ -33,7 +33,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, cast
 
 import sympy as sp
 
@@ -260,10 +260,11 @@ def _dmft(problem, quantity, spec) -> tuple:
     from .dynamics.closed_form import ClosedFormDMFT, dmft_closed_form
     from .problem import Problem
 
-    if not isinstance(quantity, str) or not _QUANTITY.match(quantity):
+    match = _QUANTITY.match(quantity) if isinstance(quantity, str) else None
+    if match is None:
         raise TheorykitError(f"quantity must be a name of theorykit.dmft_closed_form's result, optionally indexed "
                              f"(gram1, train_loss1, C_theta11[0,0]), got {quantity!r}")
-    name, i, j = _QUANTITY.match(quantity).groups()
+    name, i, j = match.groups()
     fields = [f for f in ClosedFormDMFT.__dataclass_fields__]
     if name not in fields:
         raise TheorykitError(f"unknown DMFT quantity {name!r}: one of {', '.join(fields)}")
@@ -342,12 +343,12 @@ def _parse_claim(claim, symbols: dict) -> sp.Expr:
         if not math.isfinite(claim):
             return sp.oo if claim > 0 else sp.nan
         return sp.Float(claim, 17)
-    e = sp.sympify(claim)
-    stray = e.free_symbols - set(symbols.values())
+    expr = sp.sympify(claim)
+    stray = expr.free_symbols - set(symbols.values())
     if stray:
         raise TheorykitError(f"the claim has symbols {sorted(map(str, stray))} the quantity does not have (allowed: "
                              f"{', '.join(sorted(symbols)) or 'none'})")
-    return e
+    return expr
 
 
 def _value(e, digits: int = 30, at: Optional[dict] = None) -> complex:
@@ -407,6 +408,7 @@ def _exact_difference(claim: sp.Expr, exact: sp.Expr) -> tuple:
                 f"SymPy did not reduce claim - computed to 0 ({how.split(' reduces')[0] if 'reduces' in how else how});"
                 f" evaluated at {EXACT_DIGITS} digits{at}, |difference| <= 1e-{AGREE_DIGITS} relative")
     text = str(diff) if len(str(diff)) <= 200 else str(diff)[:200] + "..."
+    first = cast(float, first)  # set by the loop: pts has at least one point
     val = None if syms else first
     num = (("" if diff.is_Rational else f" ≈ {_fmt(first)}") if not syms
            else f" (e.g. {_fmt(first)} at {', '.join(f'{k} = {v}' for k, v in pts[0].items())})")
@@ -421,7 +423,8 @@ def _numeric_difference(claim: sp.Expr, comp: Computed) -> tuple:
     v = _value(claim)
     if abs(v.imag) > 1e-12 * max(1.0, abs(v.real)) or not math.isfinite(v.real):
         raise TheorykitError(f"the claim {claim} is not a finite real number ({v})")
-    v, c, err = v.real, comp.value, max(comp.error, 2.2e-16 * abs(comp.value))
+    c = cast(float, comp.value)  # a number here: _decide comes here only when there is no exact value
+    v, err = v.real, max(comp.error, 2.2e-16 * abs(c))
     diff = v - c
     band = "standard errors" if comp.tier == "monte-carlo" else "error estimates"
     scale = max(abs(c), abs(v))

@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import KW_ONLY, dataclass
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def _spec(kind: str, value) -> tuple[str, Any]:
 
     from .symbolic import ingredients
 
-    cls = {"activation": ingredients.Activation, "link": ingredients.Link, "loss": ingredients.Loss}[kind]
+    cls: type[Any] = {"activation": ingredients.Activation, "link": ingredients.Link, "loss": ingredients.Loss}[kind]
     if isinstance(value, str):
         spec = value.strip()
         if not spec:
@@ -251,14 +251,14 @@ class Problem:
     @property
     def n_steps(self) -> int:
         """T, the number of GD steps (t = 0..T)."""
-        return self.steps if self.schedule is None else len(self.schedule)
+        return cast(int, self.steps) if self.schedule is None else len(self.schedule)  # steps is set without a schedule
 
     @property
     def etas(self) -> np.ndarray:
         """(T,) the step sizes eta_0..eta_{T-1}."""
         if self.schedule is not None:
             return np.array(self.schedule, dtype=float)
-        return np.full(self.steps, self.eta)
+        return np.full(cast(int, self.steps), self.eta)  # steps is set without a schedule
 
     @property
     def a_vector(self) -> np.ndarray:

@@ -1,14 +1,15 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
-[--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|gauss-legendre|monte-carlo] [--order Q] [--sampler sobol|random]
-[--response auto|stein|direct] [--kernels] [--bias-check auto|on|off]
+[--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|gauss-legendre|monte-carlo] [--order Q]
+[--sampler sobol|random] [--response auto|stein|direct] [--kernels] [--bias-check auto|on|off]
 [--progress] [--json]
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
---kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (when the bias check ran: with Stein's responses, or --bias-check on), settings,
-method (prose: how it was solved), problem, seconds, diverged_at.  What GD at a finite d does by a horizon (the
-capture probability, midpoints, escape times) is `theorykit threshold --d D --horizon T` (theorykit.finite_d).
+--kernels), bias {M, gram, train_loss, test_loss, C_theta_tt, C_mu, stderr {same keys}} (when the bias check ran:
+with Stein's responses, or --bias-check on), settings, method (prose: how it was solved), problem, seconds,
+diverged_at.  What GD at a finite d does by a horizon (the capture probability, midpoints, escape times) is
+`theorykit threshold --d D --horizon T` (theorykit.finite_d).
 """
 import math
 import sys
@@ -33,7 +34,8 @@ def add_parser(sub):
     p.add_argument("--steps", type=integer(0), default=None,
                    help="number of GD steps T >= 0 (with --eta); the output has t = 0..T")
     p.add_argument("--flow-time", type=positive_float, default=None,
-                   help="gradient-flow mode: total time > 0, sum(eta_t) on a non-uniform grid (instead of --eta/--steps)")
+                   help="gradient-flow mode: total time > 0, sum(eta_t) on a non-uniform grid "
+                        "(instead of --eta/--steps)")
     p.add_argument("--eta0", type=positive_float, default=defaults.FLOW_ETA0,
                    help=f"flow mode: first step size (default {defaults.FLOW_ETA0:g})")
     p.add_argument("--eta-max", type=positive_float, default=defaults.FLOW_ETA_MAX,
@@ -48,7 +50,8 @@ def add_parser(sub):
                    help="ridge lambda >= 0 (default 0)")
     p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,
                    help=f"seed of the replicas' random streams, an integer >= 0 (default {defaults.DMFT_SEED})")
-    p.add_argument("--latent", default=defaults.DMFT_LATENT, choices=["auto", "gauss-hermite", "gauss-legendre", "monte-carlo"],
+    p.add_argument("--latent", default=defaults.DMFT_LATENT,
+                   choices=["auto", "gauss-hermite", "gauss-legendre", "monte-carlo"],
                    help="how the latent (z, eps) is integrated (auto: Gauss-Hermite when it is accurate, else "
                         "Gauss-Legendre between the link's breakpoints when that is, else Monte Carlo)")
     p.add_argument("--order", type=integer(1, 1000), default=None,
@@ -137,8 +140,8 @@ def text(r) -> str:
         lines.append(f"hard process C_mu(t = {r['t'][-1]}) = {cm} (d E[Theta^T e e^T Theta], docs/theory.md §3.2)")
         ru = r["hard"]["reliable_until"]
         if ru is not None and ru < r["t"][-1]:
-            lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): the linear hard "
-                         f"process amplifies noise where it does not contract; raise --paths")
+            lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): "
+                         f"the linear hard process amplifies noise where it does not contract; raise --paths")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']}")

@@ -8,11 +8,11 @@ Kinds:
   P(success at this d by the horizon) with its band (theorykit.finite_d, the function behind `theorykit table`'s
   finite_d column and `theorykit threshold --horizon`; at --predict-deltas, default --deltas, with --paths and
   --replicas; per delta one DMFT and a ladder of DMFT runs per ray, so slow at long horizons); where there is none
-  the caption, the figure and the JSON give the reason.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part nn) for each
-  curve whose (activation, link, loss, m, eta) is a setting of theorykit.cases.CASES (pr-gelu,
+  the caption, the figure and the JSON give the reason.  --delta-nn-table tables/delta_nn.csv marks delta_NN (part
+  nn) for each curve whose (activation, link, loss, m, eta) is a setting of theorykit.cases.CASES (pr-gelu,
   pr-x2, bounded, ...), labelled "delta_NN >= X (not converged by t = T)" when it is a lower bound; a curve without
-  a setting is named in the caption.  A mark outside the plotted delta range is a labelled arrow at its edge and is listed
-  in the caption;
+  a setting is named in the caption.  A mark outside the plotted delta range is a labelled arrow at its edge and is
+  listed in the caption;
 * hessian: the finite-d Hessian's full spectrum (dense) over the predicted bulk density, edge and hard outliers
   (the arguments of `theorykit hessian`; --d required);
 * delta-star: delta*(t) against t from a table (default tables/delta_nn.csv, part nn);
@@ -23,8 +23,8 @@ Kinds:
 
 JSON keys: kind, files [png, pdf], caption (what the figure shows), data (the numbers drawn, per kind), seconds.
 For success, data has curves (per activation), marks (per curve label: a number, or {delta, text} for a bound),
-prediction (with --predict, per activation: {points [{delta, probability, low, high, noise_limited, error}], how, reason}) and delta_nn (with
---delta-nn-table, per activation: {delta, converged, T, setting, text} or {reason}).
+prediction (with --predict, per activation: {points [{delta, probability, low, high, noise_limited, error}], how,
+reason}) and delta_nn (with --delta-nn-table, per activation: {delta, converged, T, setting, text} or {reason}).
 """
 import csv
 import math
@@ -94,7 +94,8 @@ def add_parser(sub):
         k.add_argument("--paths", type=integer(2), default=16384)
         k.add_argument("--replicas", type=integer(2), default=4)
         if name == "grokking":
-            k.add_argument("--dmft-steps", type=integer(0), default=0, help="also the DMFT's losses to this t (0: none)")
+            k.add_argument("--dmft-steps", type=integer(0), default=0,
+                           help="also the DMFT's losses to this t (0: none)")
     import argparse
 
     for k in list(kinds.choices.values()):
@@ -119,7 +120,8 @@ def _read_rows(path, part, option="--table"):
             return v if v != "" else None
 
     with open(path, newline="") as fh:
-        rows = [{k: num(v) for k, v in r.items()} for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
+        rows = [{k: num(v) for k, v in r.items()}
+                for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
     rows = [r for r in rows if r.get("part") == part]
     if not rows:
         raise TheorykitError(f"{option} {path} has no rows of part {part!r}")
@@ -274,7 +276,8 @@ def _success(args):
     for a in acts:
         pr, label = problems[a], labels[a]
         marks[label] = {"delta_alg": pr.analysis.delta_alg.value, **marks.pop(a)}
-        csv_path = None if not args.csv_dir else os.path.join(args.csv_dir, f"success_{len(curves)}_{a}.csv".replace("/", "_"))
+        csv_path = None if not args.csv_dir else os.path.join(args.csv_dir,
+                                                              f"success_{len(curves)}_{a}.csv".replace("/", "_"))
         if csv_path:
             os.makedirs(args.csv_dir, exist_ok=True)
         df = sweep(deltas, range(args.seeds), problem=pr, d=args.d, stop_after_escape=0, csv=csv_path,
@@ -302,8 +305,8 @@ def _success(args):
         caption += "converged): " + "; ".join(f"{a}" + (f" (setting {v['setting']})" if "setting" in v else "")
                                               + f": {v.get('text') or v['reason']}" for a, v in nn.items())
     if off:
-        caption += (f". Off the plotted range [{xlim[0]:.3g}, {xlim[1]:.3g}] (labelled arrows at its edge pointing out of it, 'off scale' in "
-                    f"the legend): " + "; ".join(off))
+        caption += (f". Off the plotted range [{xlim[0]:.3g}, {xlim[1]:.3g}] (labelled arrows at its edge "
+                    f"pointing out of it, 'off scale' in the legend): " + "; ".join(off))
     out = {"curves": data, "marks": marks}
     if args.predict:
         out["prediction"] = preds
@@ -329,8 +332,8 @@ def _hessian(args):
     fig = figures.hessian(r["density"], sim.get("eigenvalues", []), r["outliers"], r["edge"], title,
                           spikes=r.get("spikes") or [])
     caption = ("Finite-d Hessian eigenvalues (dense, every one) against the predicted bulk density of the law of "
-               "(D, zeta) at time t truncated at n = delta d; predicted edge dotted, hard outliers solid, single-sample "
-               "spikes dashed")
+               "(D, zeta) at time t truncated at n = delta d; predicted edge dotted, hard outliers solid, "
+               "single-sample spikes dashed")
     return fig, caption, {"edge": r["edge"], "outliers": r["outliers"],
                           "eigenvalues_min": min(sim.get("eigenvalues") or [math.nan])}
 

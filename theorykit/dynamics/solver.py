@@ -55,7 +55,7 @@ import math
 import os as _os
 import time as _time
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -117,19 +117,19 @@ def _check_kernel_memory(T: int, m: int, k: int = 1, procs: int = 1):
 class _Given:
     """The learning problem as :func:`dmft` was given it (keywords, or a Problem's fields), not yet checked."""
 
-    activation: object
-    link: object
-    loss: object
-    width: object
-    a: object
-    b: object
-    delta: object
-    eta: object
-    steps: object
-    schedule: object
-    ridge: object
-    Sigma0: object
-    M0: object
+    activation: Any
+    link: Any
+    loss: Any
+    width: Any
+    a: Any
+    b: Any
+    delta: Any
+    eta: Any
+    steps: Any
+    schedule: Any
+    ridge: Any
+    Sigma0: Any
+    M0: Any
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,8 +139,8 @@ class _Setup:
     hard subspace's basis and the spectral prefix (None for a random start)."""
 
     given: _Given
-    net: object
-    lk: object
+    net: Any  # a theorykit.symbolic.network.Network
+    lk: Any  # a theorykit.symbolic.ingredients.Link
     delta: float
     ridge: float
     eta: Optional[float]
@@ -375,7 +375,7 @@ def _aggregate(results: list, halves: list, S: int, setup: _Setup, num: DMFTNume
     mean, err = {}, {}
     for key in keys:
         mean[key], err[key] = _replica_mean(results, key, S)
-    bias = None
+    bias: Optional[dict[str, Any]] = None
     if plan.bias_check:
         # E[f_N] = f + b/N (the noise of R_u enters C_theta quadratically): the bias of the reported mean is
         # E[f_{N/2}] - E[f_N], estimated by the difference of the two groups' means
@@ -498,12 +498,13 @@ def _solve_settings(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list,
         "init": num.init,
         "spectral_start": (None if prefix is None else {
             "T": str(prefix["T"].expr), "steps": num.spectral_steps, "eta": num.spectral_eta, "m0": num.spectral_m0,
-            "overlap": float(np.mean(overlaps)),
-            "overlap_stderr": float(np.std(overlaps, ddof=1) / math.sqrt(len(results))),
+            "overlap": float(np.mean(cast(list, overlaps))),  # a list when there is a prefix
+            "overlap_stderr": float(np.std(cast(list, overlaps), ddof=1) / math.sqrt(len(results))),
         }),
         "activation": setup.net.activation.name, "link": setup.lk.name, "loss": setup.net.loss.name, "width": setup.m,
         "a": setup.net.a.tolist(), "b": setup.net.b.tolist(), "delta": setup.delta, "ridge": setup.ridge,
-        "eta": (float(setup.eta) if schedule is None else None), "steps": setup.T,
+        "eta": (float(cast(float, setup.eta)) if schedule is None else None),  # eta is set without a schedule
+        "steps": setup.T,
         "schedule": (None if schedule is None else setup.etas.tolist()),
         "Sigma0": setup.Sigma0.tolist(), "M0": setup.M0.tolist(), "k": setup.k, "hard_dim": hard_dim,
         "hard_basis": setup.hard_basis.tolist(), "latent": plan.latent,
@@ -529,8 +530,9 @@ def _problem(setup: _Setup):
     try:
         return Problem(g.activation, g.link, g.loss, g.width, a=g.a, b=g.b, delta=setup.delta, ridge=setup.ridge,
                        eta=(None if sched else setup.eta), steps=(None if sched else setup.steps),
-                       schedule=(tuple(float(v) for v in setup.etas) if sched else None), Sigma0=setup.Sigma0,
-                       M0=setup.M0)
+                       schedule=(tuple(float(v) for v in setup.etas) if sched else None),
+                       # Problem takes any matrix-like Sigma0 and M0 and stores them as tuples of tuples
+                       Sigma0=setup.Sigma0, M0=setup.M0)  # type: ignore[arg-type]
     except TheorykitError:
         return None  # e.g. an ingredient object whose name does not rebuild it
 
@@ -705,8 +707,10 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
         # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
         # (seen with GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1)
         res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
-        res.method["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable per-sample curvature "
-                                       "(a numerical instability of the estimator): re-solved with 'direct'")
+        # a solve always sets method
+        cast(dict, res.method)["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable "
+                                                   "per-sample curvature (a numerical instability of the estimator): "
+                                                   "re-solved with 'direct'")
         return replace(res, seconds=_time.perf_counter() - t0)
     method = solve_method(setup, num, plan, results, halves)
     mean, hard = agg["mean"], setup.hard_basis.shape[1]

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
@@ -163,7 +163,7 @@ class SimulationResult:
                 net, lk = self._population_inputs
                 value = _population_test_loss(net, lk, self.M, self.gram)
             object.__setattr__(self, "_population_cache", value)
-        return self._population_cache
+        return cast(tuple, self._population_cache)  # set just above
 
     def as_dict(self) -> dict:
         """The JSON contract: keys status, t, M, gram, train_loss, test_loss, population_test_loss (list or null),
@@ -280,7 +280,7 @@ def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test:
     within MAX_SECONDS.  steps defaults to the problem's; n_test to max(SIM_N_TEST_MIN, n).  Returns (n, n_test).
     simulate() calls it; so does any caller that wants the refusal before its own work (e.g. the hessian command,
     before its DMFT solve)."""
-    delta = problem.delta
+    delta = cast(float, problem.delta)  # a simulated Problem has its delta (None would raise TypeError below)
     if not delta * d < 1e15:  # n = round(delta d) samples: inf (1e308 * d) or beyond any memory
         raise TheorykitError(f"n = delta * d = {delta} * {d} samples is too many: lower delta or d")
     n = int(round(delta * d))
@@ -339,7 +339,7 @@ def training_data(problem: Problem, d: int, seed: int = defaults.SIM_SEED, stora
     Hessian at that step: ``problem.network.evaluate(X @ theta, y)`` holds its per-sample D_i."""
     d = check_int("d", d, 1)
     seed = check_int("seed", seed, 0)
-    n = int(round(problem.delta * d))
+    n = int(round(cast(float, problem.delta) * d))  # a simulated Problem has its delta
     if n < 1:
         raise TheorykitError("n = round(delta * d) = 0 samples: raise delta or d")
     _, X, y, _, _ = draw_instance(problem, d, n, 1, seed, storage)
@@ -527,8 +527,10 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
     problem = problem_or_keywords("simulate", activation, problem=problem, build=True, link=link, loss=loss,
                                   width=width, a=a, b=b, delta=delta, ridge=ridge, eta=eta, steps=steps,
                                   schedule=schedule, Sigma0=Sigma0, M0=M0)[0]
-    return _simulate(problem, d=d, init=init, spectral_T=spectral_T, constrained=constrained, seed=seed,
-                     hessian_every=hessian_every, hessian_k=hessian_k, hessian_method=hessian_method, n_test=n_test,
+    # build=True: a Problem, never None
+    return _simulate(problem, d=d, init=init, spectral_T=spectral_T,  # type: ignore[arg-type]
+                     constrained=constrained, seed=seed, hessian_every=hessian_every, hessian_k=hessian_k,
+                     hessian_method=hessian_method, n_test=n_test,
                      progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads,
                      storage=storage)
 
@@ -603,7 +605,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
 
     spectral_eigenvalues = None
     if init == "spectral":
-        theta, spectral_eigenvalues = _spectral_init(X, T_fn(y, delta), m)
+        theta, spectral_eigenvalues = _spectral_init(X, T_fn(y, delta), m)  # type: ignore[misc]  # set for "spectral"
 
     def project(th):
         if constrained and kH:
@@ -674,7 +676,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 if not (math.isfinite(tr) and math.isfinite(te) and math.isfinite(norm2)
                         and norm2 <= THETA_NORM2_LIMIT and tr <= LOSS_GROWTH_LIMIT * loss_scale):
                     bad = tr if math.isfinite(tr) else float("inf")
-                    e = eta if schedule is None else max(schedule[:max(t, 1)])  # the largest step taken
+                    e = cast(float, eta if schedule is None else max(schedule[:max(t, 1)]))  # the largest step taken
                     diverged_at = {"step": t, "loss": bad,
                                    "hint": f"gradient descent diverged at step {t} with eta = {e:g}: "
                                            f"try a smaller eta (e.g. {e / 4:g}); stability needs "
@@ -700,7 +702,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                 if stop_after_escape is not None and escaped_at is not None and t >= escaped_at + stop_after_escape:
                     settings["stopped_at"] = t
                     break
-                eta_t = eta if schedule is None else schedule[t]
+                eta_t = cast(float, eta if schedule is None else schedule[t])  # eta is set without a schedule
                 if fused is None:
                     gd_update(X, derivs, theta, eta_t, ridge)
                 else:

@@ -40,7 +40,9 @@ def data_matrix(X, y, T, delta=None, operator: bool = False):
             A += (Xb * Z[s:s + BLOCK_ROWS, None]).T @ Xb
         A *= 1.0 / n
         return A
-    mv = lambda v: X.T @ (Z * (X @ np.asarray(v).ravel())) / n
+    def mv(v):
+        return X.T @ (Z * (X @ np.asarray(v).ravel())) / n
+
     return LinearOperator((d, d), matvec=mv, rmatvec=mv, dtype=float)
 
 

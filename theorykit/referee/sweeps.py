@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
     from .gd import simulate
 
     t0 = time.time()
-    row = {"delta": float(delta), "seed": int(seed)}
+    row: dict[str, Any] = {"delta": float(delta), "seed": int(seed)}
     try:
         if kwargs.get("problem") is not None:  # sweep(problem=...): the Problem at this delta
             rest = {k: v for k, v in kwargs.items() if k != "problem"}

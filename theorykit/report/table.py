@@ -7,7 +7,8 @@ Columns (``--columns``, comma-separated; parameters after ``@``, separated by ``
 * ``delta_star@t=T`` (or ``delta_star@t=T:d=D``, the law of D truncated at n = delta D, needed where D is unbounded
   below): the spectral threshold at GD time T (docs/theory.md §5, :func:`theorykit.delta_star`), with its replica
   standard error; infinite (with the reason) where the Hessian is PSD almost surely;
-* ``delta_nn@T=T`` (or ``delta_nn@T=T:d=D``): lim delta*(t) on a geometric grid up to T (:func:`theorykit.delta_nn`), with its convergence
+* ``delta_nn@T=T`` (or ``delta_nn@T=T:d=D``): lim delta*(t) on a geometric grid up to T (:func:`theorykit.delta_nn`), \
+with its convergence
   verdict (a lower bound when not converged);
 * ``finite_d@d=D:T=T``: the midpoint delta_1/2(D, T) of :func:`theorykit.finite_d` (docs/theory.md §5; m = 1, 2):
   where P(GD at dimension D captures the hard direction by T) crosses 1/2 over the ``--deltas`` grid; band: where
@@ -74,7 +75,8 @@ def parse_columns(text: str) -> list:
             k = k.strip()
             allowed = PARAMS[kind] + OPTIONAL.get(kind, ())
             if not eq or k not in allowed:
-                raise TheorykitError(f"column {item!r}: {kind} takes {', '.join(p + '=N' for p in allowed) or 'no parameters'}")
+                raise TheorykitError(f"column {item!r}: {kind} takes "
+                                     f"{', '.join(p + '=N' for p in allowed) or 'no parameters'}")
             try:
                 n = int(v)
             except ValueError:
@@ -204,8 +206,8 @@ def _sim(problem, col, opt):
     frac = ", ".join(f"{dl:g}: {int(k)}/{int(n)}" for dl, k, n in zip(s.delta, s.successes, s.ok + s.diverged))
     note = "" if math.isfinite(mid) else " (the success fraction does not cross 1/2 on the grid: widen --deltas)"
     return _cell(mid, math.nan, a, b, how=f"simulated GD at d = {d}, horizon T = {T}, {opt.seeds} seeds per delta; "
-                                          f"successes {frac}; midpoint = crossing of 1/2 (linear interpolation), band = "
-                                          f"crossings of the Wilson 95% bounds{note}")
+                                          f"successes {frac}; midpoint = crossing of 1/2 (linear interpolation), "
+                                          f"band = crossings of the Wilson 95% bounds{note}")
 
 
 def _finite_d(problem, col, opt):
@@ -280,8 +282,8 @@ def table(activations, links, columns=DEFAULT_COLUMNS, *, losses=("square",), wi
     try:
         opt = TableOptions(**options)
     except TypeError as e:
-        raise TheorykitError(f"table: unknown option ({e}); options are {', '.join(TableOptions.__dataclass_fields__)}") \
-            from None
+        raise TheorykitError(f"table: unknown option ({e}); options are "
+                             f"{', '.join(TableOptions.__dataclass_fields__)}") from None
     return build(acts, list(losses), [int(w) for w in widths], lks, cols, {a: steps.get(a, 1.0) for a in acts}, opt,
                  cache, progress=progress)
 
@@ -309,7 +311,7 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
             c = col.name
             t0 = time.perf_counter()
             key = None if (problem is None or store is None) else cell_key(problem, col, options)
-            kept = store.get(key) if key else None
+            kept = store.get(key) if key else None  # type: ignore[union-attr]  # key is None without a store
             if problem is None:
                 cell, status = {**_cell(), "error": bad}, "failed"
             elif kept is not None:
@@ -320,7 +322,7 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
                     cell["seconds"] = round(time.perf_counter() - t0, 2)
                     status = "computed"
                     if key:
-                        store.put(key, cell)
+                        store.put(key, cell)  # type: ignore[union-attr]  # key is None without a store
                 except TheorykitError as e:
                     cell, status = {**_cell(), "error": str(e).splitlines()[0] if str(e) else "error"}, "failed"
             cell.setdefault("seconds", round(time.perf_counter() - t0, 2))

@@ -101,5 +101,6 @@ def hermite_coefficients(act, degree: int = 4, time_limit: float = 3.0,
     coeffs = []
     for k in range(degree + 1):
         e = expectation(act.expr * cv.hermite_he(k), [cv.X], time_limit=time_limit, wall_limit=wall_limit)
-        coeffs.append(HermiteCoefficient(k, e.exact, float(e.value), e.tier, e.error, e.method))
+        # value is None only for an infinite or symbolic expectation, which float() refuses (as it always did)
+        coeffs.append(HermiteCoefficient(k, e.exact, float(e.value), e.tier, e.error, e.method))  # type: ignore[arg-type]
     return HermiteExpansion(act, tuple(coeffs))

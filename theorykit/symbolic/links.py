@@ -249,7 +249,7 @@ def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, see
     within-bin sampling noise adds no bias), quantile bins in y; standard error over independent replicas."""
     rng = np.random.default_rng(seed)
     k = link.k
-    rhos = {500: [], 1000: []}
+    rhos: dict[int, list] = {500: [], 1000: []}
     for _ in range(replicas):
         z, y = link.sample(n, rng)
         feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
@@ -306,7 +306,7 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
     except (NotClosed, Exception):
         return None
     edges = [-sp.oo] + pts + [sp.oo]
-    groups = {}
+    groups: dict = {}
     for lo, hi in zip(edges[:-1], edges[1:]):
         t = interior_point(lo, hi)
         c = sp.nsimplify(h.subs(z, t))
@@ -469,6 +469,7 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     U, tiers = _easy_subspace(lk, max_degree)
     easy, hard = _orthonormal(U, lk.k)
     method = "exact Gaussian moments" if tiers <= {"exact"} else "quadrature/Monte-Carlo moments"
+    da: Optional[DeltaAlg]
     if easy.shape[1] > 0:
         da = DeltaAlg(sp.Integer(0), 0.0, 0.0, "trivial (easy) directions exist: weak recovery at any delta > 0")
         if hard.shape[1] > 0:

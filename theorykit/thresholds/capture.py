@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -61,7 +61,8 @@ class CaptureThreshold:
     noise_limited: bool
 
     def as_dict(self) -> dict:
-        return {"m_star": self.m_star, "bracket": list(self.bracket), "evaluations": [list(e) for e in self.evaluations],
+        return {"m_star": self.m_star, "bracket": list(self.bracket),
+                "evaluations": [list(e) for e in self.evaluations],
                 "M_rel_stderr": self.M_rel_stderr, "noise_limited": self.noise_limited}
 
 
@@ -125,7 +126,8 @@ def overlap_cos2(M, C_theta_tt, e):
 
 
 def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
-                      eta: Optional[float] = None, steps: Optional[int] = None, lo: float = defaults.CAPTURE_LO, hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
+                      eta: Optional[float] = None, steps: Optional[int] = None, lo: float = defaults.CAPTURE_LO,
+                      hi: float = defaults.CAPTURE_HI, tol: float = defaults.CAPTURE_TOL,
                       rtol: float = defaults.CAPTURE_RTOL, **kw) -> CaptureThreshold:
     """Smallest initial hard overlap m0 from which the (nonlinear, d -> infinity) DMFT reaches cos^2 > 1/2 on the
     first hard direction by t = steps (m = 1), by bisection on [lo, hi] until hi - lo <= tol or hi <= (1 + rtol) lo.
@@ -267,8 +269,10 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, *
         S = len(r.test_loss)
         cos2[i, :S] = overlap_cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
-            raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} ({r.diverged_at['hint']})")
-        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # (R, S)
+            # a diverged result has diverged_at; every solve has per_replica
+            raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} "
+                                  f"({r.diverged_at['hint']})")  # type: ignore[index]
+        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]  # (R, S)
         if rep is None:
             rep = np.full((len(c_rep), len(m0s), T + 1), np.nan)
         rep[:, i, :S] = c_rep
@@ -276,7 +280,9 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, *
             on_solve()
     lm = np.log(m0s)
     return CaptureCurve(t=tuple(range(T + 1)), m_star=tuple(_m_star(cos2, lm)), m0s=tuple(m0s.tolist()), cos2=cos2,
-                        m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep), direction=tuple(u.tolist()),
+                        # rep is set: the ladder has >= 2 rungs
+                        m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),  # type: ignore[union-attr]
+                        direction=tuple(u.tolist()),
                         method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on a ladder of "
                                f"{len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], one run each to T = {T}; m*(t) by "
                                "geometric interpolation of cos^2(t) = 1/2 between rungs")
@@ -284,7 +290,7 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, *
 
 def _m_star(cos2: np.ndarray, lm: np.ndarray) -> list:
     """m*(t) from cos^2 (rungs x times) on the ladder ln m0 = lm (see :func:`capture_curve`)."""
-    out = []
+    out: list[Optional[float]] = []
     for t in range(cos2.shape[1]):
         c = cos2[:, t]
         above = np.flatnonzero(c >= 0.5)
@@ -297,7 +303,7 @@ def _m_star(cos2: np.ndarray, lm: np.ndarray) -> list:
     return out
 
 
-def _slope(m_star: list, t1: int, t2: int):
+def _slope(m_star: Sequence, t1: int, t2: int):
     ts = [t for t in range(max(t1, 0), min(t2, len(m_star) - 1) + 1) if m_star[t] is not None]
     if len(ts) < 3:
         return None, ts, math.nan
@@ -315,8 +321,8 @@ def growth_rate(curve: CaptureCurve, t_range) -> GrowthRate:
     """gamma = -d ln m*/dT fitted over t in ``t_range`` = (t1, t2) on :func:`capture_curve`'s m*(t) (least squares
     on ln m*).  Standard error: the spread of the same fit on each DMFT replica's own m*(t) (its own M and C_theta),
     / sqrt(replicas), over the replicas whose m* is inside the ladder at >= 3 times of the range (at least 2; ``how``
-    says how many); else the fit's residual error (how straight ln m* is, not the Monte-Carlo error; ``how`` says which).
-    Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as the
+    says how many); else the fit's residual error (how straight ln m* is, not the Monte-Carlo error; ``how`` says
+    which). Needs m* inside the ladder at >= 3 times of the range.  gamma > 0: ever smaller kicks are captured as the
     horizon grows (the hard direction is dynamically unstable); gamma <= 0: they are not."""
     t1, t2 = (int(v) for v in t_range)
     g, ts, fit_se = _slope(curve.m_star, t1, t2)
@@ -433,7 +439,7 @@ def _orbit(angle: float, flip: bool, swap: bool) -> list:
     return [v % (2 * math.pi) for v in out]
 
 
-def _ray_star(curve: dict, t: int) -> tuple:
+def _ray_star(curve: CaptureCurve, t: int) -> tuple:
     """(1/m*, 1/ its smallest and 1/ its largest over the replicas) of one ray at time t: the capture strength, which
     is interpolated between rays (0 on a ray that never captures, where m* grows like 1/|angle - its angle|).  Outside
     the ladder: never captured gives 0 with the band up to the top rung's 1/m0; captured from the bottom rung gives
@@ -496,8 +502,9 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
     return P, lo, hi
 
 
-def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
-             seed: int = defaults.DMFT_SEED, m0s=None, rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
+def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
+             replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
+             rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
     """What GD at dimension d does by a horizon, from the DMFT (width m = 1 or 2).
 
     P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d); for m = 1,
@@ -587,10 +594,11 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     shape = (len(grid), len(dims), H + 1)
     P, LO, HI = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
     per = []
-    opts = dict(paths=paths, replicas=replicas, seed=seed)
+    opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed)
     try:
         for i, dl in enumerate(grid):
             pr = problem.replace(delta=dl, steps=H)
+            info: dict[str, Any]
             info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None, "m_star": None,
                     "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
             try:
@@ -598,7 +606,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                 if tick:
                     tick()
                 if r.status != "ok":
-                    raise DivergenceError(f"the DMFT did not reach t = {H} ({r.diverged_at['hint']})")
+                    raise DivergenceError(f"the DMFT did not reach t = {H} "
+                                          f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
                 curves = []
                 for ang in angles:
                     u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
@@ -609,7 +618,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                 continue
             V = np.asarray(r.V_eff, dtype=float)
             V_se = np.asarray(r.stderr["V_eff"], dtype=float)
-            tm = int(r.hard_reliable_until)
+            tm = int(r.hard_reliable_until)  # type: ignore[arg-type]  # set by every solve with a hard process
             spreads, ray_info = [], []
             for ang, c in curves:
                 ms = c.m_star[H]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -250,15 +250,15 @@ def _check_problem(problem, times):
 def _to_steps(problem, T: int):
     """The Problem run for exactly T steps (its schedule cut at T, or steps = T)."""
     if problem.schedule is not None:
-        return problem.replace(schedule=list(problem.schedule)[:T]) if T > 0 else problem.replace(schedule=None, eta=1.0,
-                                                                                                     steps=0)
+        return (problem.replace(schedule=list(problem.schedule)[:T]) if T > 0
+                else problem.replace(schedule=None, eta=1.0, steps=0))
     return problem.replace(steps=T)
 
 
-def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE, points: int = THRESHOLD_POINTS, d: Optional[int] = None,
-               n: Optional[int] = None, paths: int = defaults.THRESHOLD_PATHS, replicas: int = defaults.THRESHOLD_REPLICAS,
-               seed: int = defaults.DMFT_SEED, refine: int = THRESHOLD_REFINE, progress: bool = False,
-               **dmft_options) -> list:
+def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE, points: int = THRESHOLD_POINTS,
+               d: Optional[int] = None, n: Optional[int] = None, paths: int = defaults.THRESHOLD_PATHS,
+               replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED,
+               refine: int = THRESHOLD_REFINE, progress: bool = False, **dmft_options) -> list:
     """delta*(t) for every t in ``times`` (module docstring) -> list of :class:`DeltaStar`, one per t (sorted).
 
     delta*(t) is the smallest delta at which the DMFT state at time t has a hard outlier below the left edge of the
@@ -371,7 +371,8 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
             fin = [(dl, mg) for dl, mg in tried if math.isfinite(mg)]  # a delta where the DMFT diverged is skipped
             j = next((i for i, (_, mg) in enumerate(fin) if mg > 0), None)
             if j is None or j == 0:
-                out.append(DeltaStar.failed(t, tried, no_sign_change_reason(t, tried, grid), method="DMFT scan, no bracket"))
+                out.append(DeltaStar.failed(t, tried, no_sign_change_reason(t, tried, grid),
+                                            method="DMFT scan, no bracket"))
                 continue
             (a, fa), (b, fb) = fin[j - 1], fin[j]
             side = 0
@@ -473,6 +474,7 @@ class DeltaNN:
     gamma: tuple = ()  # criterion "dynamical": delta_dyn's gamma(delta) entries
 
     def as_dict(self) -> dict:
+        out: dict[str, Any]
         out = {"value": self.value, "stderr": self.stderr, "criterion": self.criterion,
                "converged": None if self.criterion == "dynamical" else self.converged,
                "evidence": {"definition": self.definition, "rule": self.rule, "by_t": self.by_t,
@@ -530,6 +532,7 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
     q_prev = (prev.D_low or {}).get("0.001")
     # the edge tends to 0 from below as GD converges (the bulk of a minimum's Hessian): its change is measured against
     # the width of D's low tail (|its 1e-3 quantile|) as well as against itself
+    settled: dict[str, Any]
     settled = {"edge_change": _rel_change(last.edge, prev.edge, q_last), "D_q1e-3_change": _rel_change(q_last, q_prev),
                "increments_small": small}
     converged = bool(all(small) and settled["edge_change"] <= settle_tol and settled["D_q1e-3_change"] <= settle_tol)
@@ -540,12 +543,14 @@ def delta_nn_from(sequence, *, tol: float = NN_TOL, settle_tol: float = NN_SETTL
                 "a statement about a law no finite sample has; give d or n for the finite-n threshold")
     elif unb:
         note = (f"D is unbounded below: the n -> infinity law has no left edge; these values are for the law "
-                f"truncated at its 1/n quantile with {'n = delta d, d = ' + str(d) if d is not None else 'n = ' + str(n)}")
+                f"truncated at its 1/n quantile with "
+                f"{'n = delta d, d = ' + str(d) if d is not None else 'n = ' + str(n)}")
     else:
         note = "D bounded below (or undecided) along the sequence: the law has a left edge at every t"
     rule = (f"converged iff the last two increments of delta*(t) on the t grid are both <= {tol:g} x delta*(T) and "
             f"the edge and the 1e-3 quantile q of lambda_min(D) moved by <= {settle_tol:g} over the last increment "
-            "(relative: the edge's change against max(|edge|, |q|), as the edge tends to 0 when GD converges); otherwise 'not converged by t = T' and the value is a lower bound")
+            "(relative: the edge's change against max(|edge|, |q|), as the edge tends to 0 when GD converges); "
+            "otherwise 'not converged by t = T' and the value is a lower bound")
     return DeltaNN(value=float(last.value), stderr=float(last.stderr), criterion="spectral",
                    definition="delta_NN = lim_t delta*(t), delta*(t) the smallest delta with a hard outlier below the "
                               "Hessian's bulk at GD time t (docs/theory.md §5)",

@@ -63,13 +63,14 @@ from ..errors import TheorykitError
 from . import vs_sim as base
 from .seeds import run_sims, stack, zero_mean_covariates
 from .stats import cv_mean, extrapolate_inverse, fit_over_d, loglog_slope, signed
-from ..report.writer import check_table_writable, fmt, log, md_table, now, pm, regenerate_command, script_prog, write_table
+from ..report.writer import check_table_writable, fmt, log, md_table, now, pm, regenerate_command, script_prog, \
+    write_table
 
 QUANTITIES = ("M", "gram", "train_loss", "test_loss")
 SIM_KEY = {"M": "M", "gram": "gram", "train_loss": "train", "test_loss": "test"}
 QNAME = {"M": "M_t", "gram": "gram", "train_loss": "train loss", "test_loss": "test loss"}
-CSV_COLUMNS = ["kind", "estimator", "setting", "quantity", "t", "d", "seeds", "dmft", "dmft_se", "sim_mean", "sim_se", "gap",
-               "gap_se", "rel_gap", "rel_gap_se", "z", "frob_diff", "rel_err_full", "rms_rel", "spread_rel",
+CSV_COLUMNS = ["kind", "estimator", "setting", "quantity", "t", "d", "seeds", "dmft", "dmft_se", "sim_mean", "sim_se",
+               "gap", "gap_se", "rel_gap", "rel_gap_se", "z", "frob_diff", "rel_err_full", "rms_rel", "spread_rel",
                "fit_c", "fit_c_se", "chi2_c", "dof_c", "p_c", "fit_b", "fit_b_se", "fit_c2", "fit_c2_se", "chi2_bc",
                "chi2_0", "p_0", "pow_A", "pow_A_se", "pow_p", "pow_p_se", "rms_slope", "bound_1000", "verdict"]
 
@@ -332,8 +333,9 @@ def main(argv=None, *, prog=None, root=None):
     md = [
           "## Definitions\n",
           "- DMFT: `theorykit.dmft`, " f"{args.paths} paths, {args.replicas} replicas (s.e. = spread over replicas), "
-          f"seed {args.dmft_seed}, response estimator = library default; a second independent solve ({args.check_paths} "
-          f"paths, seed {args.dmft_seed + 1}) checks that the DMFT mean is converged in the number of paths.",
+          f"seed {args.dmft_seed}, response estimator = library default; a second independent solve "
+          f"({args.check_paths} paths, seed {args.dmft_seed + 1}) checks that the DMFT mean is converged in the "
+          "number of paths.",
           f"- GD: `theorykit.simulate`, n = delta d, seeds = {args.seed_base} + 10000 d + i (i = 0..S-1; disjoint "
           "across d). Test loss = the simulator's population test loss (exact expectation over a fresh sample given "
           "M_t, gram_t); train loss = the empirical risk on the n training samples.",
@@ -341,7 +343,8 @@ def main(argv=None, *, prog=None, root=None):
           "s = <X, X_dmft>/||X_dmft||_F (s_dmft = ||X_dmft||_F; s_sim - s_dmft = ||mean X_sim||_F - ||X_dmft||_F to "
           "first order; the CSV also has that Frobenius-norm difference, frob_diff, and the full relative "
           "||mean X_sim - X_dmft||_F/||X_dmft||_F, rel_err_full, which includes the orthogonal part and noise).",
-          "- gap = mean_seeds s_sim - s_dmft; se = sqrt(var_seeds(s)/S + se_dmft^2); rel gap = gap/s_dmft (shown in %).",
+          "- gap = mean_seeds s_sim - s_dmft; se = sqrt(var_seeds(s)/S + se_dmft^2); rel gap = gap/s_dmft "
+          "(shown in %).",
           "- Two estimators of mean_seeds s_sim: the plain seed mean, and (primary) a control-variate mean: the "
           "intercept of the least-squares regression of s over seeds on six per-seed covariates whose expectation is "
           "exactly 0 at every d: train_0 - (population test loss)_0 (the data are independent of Theta(0), so E[train "
@@ -446,13 +449,15 @@ def main(argv=None, *, prog=None, root=None):
         for est in ("cv", "plain"):
             recs, fit = per[(key, "train_loss", tT, est)]
             s_dm = recs[0]["dmft"]
-            md.append(f"- **{base.setting_name(s)}**, {'control-variate estimator' if est == 'cv' else 'plain seed mean'}"
+            md.append(f"- **{base.setting_name(s)}**, "
+                      f"{'control-variate estimator' if est == 'cv' else 'plain seed mean'}"
                       f": DMFT {fmt(s_dm)} ± {fmt(recs[0]['dmft_se'])}; rel gap "
                       + ", ".join(f"d={r['d']}: {pm(r['rel_gap'], r['rel_gap_se'])}%" for r in recs)
                       + f". Fit c/d: rel gap at d=1000 "
                       f"{pm(fit['fit_c'] / 1000 / s_dm, fit['fit_c_se'] / 1000 / abs(s_dm))}%"
                       f" (chi2 {fit['chi2_c']:.1f}/{fit['dof_c']}, p-value {fit['p_c']:.2g}); b + c/d: offset b = "
-                      f"{pm(fit['fit_b'] / s_dm if fit['fit_b'] is not None else None, fit['fit_b_se'] / abs(s_dm) if fit['fit_b_se'] is not None else None)}%"
+                      + pm(fit['fit_b'] / s_dm if fit['fit_b'] is not None else None,
+                           fit['fit_b_se'] / abs(s_dm) if fit['fit_b_se'] is not None else None) + "%"
                       + (f"; power law p = {fit['pow_p']:.2f} ± {fit['pow_p_se']:.2f}" if fit["pow_p"] is not None
                          else "")
                       + f". Verdict: {fit['verdict']}.")

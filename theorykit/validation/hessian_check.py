@@ -94,7 +94,8 @@ def finite_d_job(setting, delta, t, d, seed, offsets_for_counts=True):
     zeta = X @ hard
     m = pr.m
     hb = hessian_bottom(X, der, k=K_EIG, ridge=pr.ridge, hard_dirs=hard)
-    law = HessianLaw.from_samples(der.D, zeta, delta, ridge=pr.ridge, radius=np.linalg.norm(X[:, :pr.link_obj.k], axis=1))
+    law = HessianLaw.from_samples(der.D, zeta, delta, ridge=pr.ridge,
+                                  radius=np.linalg.norm(X[:, :pr.link_obj.k], axis=1))
     bulk, spikeD, spikes = split_spikes(law)
     pred = hessian_prediction(bulk)  # the bulk edge (spikes split off)
     whole = hessian_prediction(law)  # outliers from the whole sample law: the spikes couple to them
@@ -239,10 +240,12 @@ def part_a(args, rows, md, cases):
               "overlap^2 within 0.05, and eigenvalue counts at edge + (0.02, 0.05, 0.15)|edge| within ±2 of "
               "m d F(lambda) + the predicted outliers and single-sample spikes below; *paired mean*: the seeds' "
               "prediction-minus-finite-d errors, averaged, within 3% (or 0.005) + 2 se and 0.05 + 2 se (the "
-              "per-seed check also meets the outlier's own O(1/sqrt(n)) fluctuation, which no law sees).  *DMFT law* (the whole chain): "
+              "per-seed check also meets the outlier's own O(1/sqrt(n)) fluctuation, which no law sees).  "
+              "*DMFT law* (the whole chain): "
               "the DMFT's PathLaw at the same t, truncated at its 1/n quantile (n = delta d) with its 10 expected "
               "lowest samples as atoms of weight 1/n (for t >= 100 the DMFT uses direct Jacobian responses on 16384 "
-              "paths: Stein's responses drift there, see the notes); pass: within 3% (or 0.005) + 2 se of the seed mean, "
+              "paths: Stein's responses drift there, see the notes); pass: within 3% (or 0.005) + 2 se of the seed "
+              "mean, "
               "overlap^2 within 0.05 + 2 se (with no predicted outlier: the finite-d summed overlap^2 <= 0.2).\n")
     hdr = ["setting", "m", "delta", "t", "finite-d outliers: lambda (overlap²)", "DMFT law", "edge: DMFT / sample",
            "spikes: DMFT / sample (seed 0)", "counts dense/pred (seed 0)", "sample law pass per seed",
@@ -250,7 +253,8 @@ def part_a(args, rows, md, cases):
     body = []
     for r in table:
         fin = ", ".join(f"{fmt(a)} ± {fmt(sa, 2)} ({fmt(b, 3)} ± {fmt(sb, 2)})" for a, sa, b, sb in
-                        zip(r["finite_outliers"], r["finite_outliers_se"], r["finite_overlap2"], r["finite_overlap2_se"]))
+                        zip(r["finite_outliers"], r["finite_outliers_se"], r["finite_overlap2"],
+                            r["finite_overlap2_se"]))
         dm = ", ".join(f"{fmt(a)} ({fmt(b, 3)})" for a, b in zip(r["dmft_outliers"], r["dmft_overlap2"])) or "none"
         cnt = ("—" if r["counts_seed0"] is None else
                " ".join(f"{c}/{p:.1f}" for c, p in zip(*r["counts_seed0"])))
@@ -284,7 +288,8 @@ def part_b(args, rows, md, cases):
               "one carrying the most hard overlap: spikes below it included), mean over seeds, crossing 1/2 (linear "
               "interpolation), at d = 1000 and 2000 (its se from each seed's own crossing); the overlap^2 summed "
               "over every eigenvector below the sample-law edge is shown beside it (it also counts bulk eigenvalues "
-              "that fluctuate below the edge, and runs high near delta*: see the notes).  Pass: delta_1/2 inside the interval between the two "
+              "that fluctuate below the edge, and runs high near delta*: see the notes).  Pass: delta_1/2 inside the "
+              "interval between the two "
               "finite-d crossings widened by their drift |c_2000 - c_1000| (the issue's criterion) and by 2 "
               "sqrt(se_finite^2 + se_theory^2) (the statistical error of both sides; se_finite the larger of the two "
               "d), and delta*(t) < delta_1/2.  *Matched d* (like with like, tighter): at each d the finite-d crossing "

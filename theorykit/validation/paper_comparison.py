@@ -10,7 +10,8 @@ theorykit/validation/hessian_check.py (GeLU: eta = 1, T = 200; x^2: eta = 0.05, 
 * the 1/sqrt(m) output scale: a_j = +-sqrt(m) in the (1/m) convention;
 * the centred target y - 1 (link "z**2 - 1");
 * a larger initial scale, Sigma0 = 4 I;
-* the second layer trained along with the first (:func:`theorykit.referee.second_layer.trained_a_run`, beside theorykit's simulator);
+* the second layer trained along with the first (:func:`theorykit.referee.second_layer.trained_a_run`, beside
+  theorykit's simulator);
 * the m = 1 baseline on the same grid;
 * for the centred target: a finer grid with 48 seeds, the horizon doubled, and d = 800; the horizon doubled for the
   baseline and the widest cases.
@@ -35,7 +36,8 @@ import pandas as pd
 from ..problem import Problem
 from ..rules import crossing
 from ..cases import CASES as SETTINGS
-from ..report.writer import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, write_table
+from ..report.writer import cached_case, fmt, key_of, log, md_table, now, parse_case_table, regenerate_command, \
+    write_table
 
 #: the paper's thresholds (Montanari & Wang 2026, phase retrieval, "correlation > 0.5")
 PAPER = {"pr-gelu": 6.0, "pr-x2": 3.6}
@@ -122,7 +124,8 @@ def problem_of(case, delta=None) -> Problem:
 
 
 def _options(case) -> dict:
-    """A case's optional 12th entry: {"train_a": eta_a} trains the second layer too (:func:`theorykit.referee.second_layer.trained_a_run`)."""
+    """A case's optional 12th entry: {"train_a": eta_a} trains the second layer too
+    (:func:`theorykit.referee.second_layer.trained_a_run`)."""
     return case[11] if len(case) > 11 else {}
 
 
@@ -248,7 +251,8 @@ def main(argv=None, *, prog=None, root=None):
           "4.8 (m = 2, a = (1, 1)); x^2 5.3 (m = 1), 3.1 (m = 2, a = (1, 1)).\n",
           md_table(["case", "activation", "variant", "m", "a (initial)", "second layer", "link", "Sigma0", "eta",
                     "d / horizon", "grid",
-                    "delta_1/2 (cos^2 > 1/2) [95% band]", "delta_1/2 (\\|cos\\| > 1/2)", "paper", "difference"], mids), "",
+                    "delta_1/2 (cos^2 > 1/2) [95% band]", "delta_1/2 (\\|cos\\| > 1/2)", "paper", "difference"],
+                   mids), "",
           "## Per delta\n",
           "Escaped: runs with cos^2 > 1/2 by the horizon, fraction ± binomial s.e.; |cos| > 1/2: runs whose cos^2 "
           "passed 1/4; diverged runs count as not escaped; median escape time over the runs that escaped.\n",

@@ -129,9 +129,11 @@ def part4(args, rows, md):
     ts = [t for t in KINK_T if t <= T]
     md.append(f"## 4. Kinked activations: y = {KINK_LINK}, square loss, m = 2, a = (1, -1), eta = 1 (DMFT vs GD, "
               f"d = {args.d}, {args.seeds} seeds, t <= {T})\n")
-    md.append("relu (kinked, unbounded) and hardtanh = min(1, max(-1, x)) (two kinks, bounded). The DMFT keeps the Dirac "
-              "terms of sigma'' (equal-time response averaged over the newest innovation, older lags by Stein's lemma; "
-              "docs/theory.md §3.1); before that fix the Gram of the relu setting at delta = 3 came out 9.5% low at t = 1.\n")
+    md.append("relu (kinked, unbounded) and hardtanh = min(1, max(-1, x)) (two kinks, bounded). The DMFT keeps the "
+              "Dirac terms of sigma'' (equal-time response averaged over the newest innovation, older lags by "
+              "Stein's lemma; "
+              "docs/theory.md §3.1); before that fix the Gram of the relu setting at delta = 3 came out 9.5% low at "
+              "t = 1.\n")
     return compare_settings(args, rows, md, kink_settings(args.quick), KINK_LINK, T, ts, "4",
                             paths=args.kink_paths)
 
@@ -181,7 +183,8 @@ def compare_settings(args, rows, md, settings, link, T, ts, part, paths=None):
                              dmft_se=None, sim_mean=None, sim_se=None, rel_err=re_, rel_se=rs, ratio=None,
                              **{"pass": within(re_, GOAL)}, note=f"worst t = {t}"))
         summary.append([name] + [f"{pct(worst[q][0])} (t={worst[q][2]}, se {pct(worst[q][1])})"
-                                 for q in ("M", "gram", "train_loss", "test_loss")] + [fmt(allok), f"{res.seconds:.0f}"])
+                                 for q in ("M", "gram", "train_loss", "test_loss")]
+                       + [fmt(allok), f"{res.seconds:.0f}"])
     md.append("Worst relative error over t in " + str(ts) + " (combined standard error of the gap in brackets):\n")
     md.append(md_table(["setting", "M_t", "gram", "train", "test", f"all <= {GOAL:.0%}", "DMFT s"], summary))
     md.append("\nSign of M_t (easy link: the first step fixes it, M_1 = -eta E[z u^0], so no seed should flip):\n")
@@ -236,7 +239,8 @@ def part1b(args, rows, md, per_setting):
                     rms = per_seed_rms(getattr(res, q)[t], data[q][:, t])
                     gaps.append(c["rel_err"]), ses.append(c["rel_se"]), rmss.append(rms)
                     rows.append(dict(part="1b", setting=name, quantity=q, t=t, d=d, seeds=args.seeds, **c,
-                                     ratio=None, **{"pass": within(c["rel_err"], GOAL)}, note=f"per-seed rms {rms:.4g}"))
+                                     ratio=None, **{"pass": within(c["rel_err"], GOAL)},
+                                     note=f"per-seed rms {rms:.4g}"))
                 stats[q]["gap"].append(max(gaps))
                 stats[q]["se"].append(ses[int(np.argmax(gaps))])
                 stats[q]["rms"].append(max(rmss))
@@ -322,7 +326,8 @@ def part2(args, rows, md):
                    + [fmt(all(within(w[0], GOAL) for w in worst.values())), f"{float(np.max(np.abs(res.M))):.1e}"])
         checks.append(f"- {name}: response={used}: status {res.status}"
                       f"{'' if not res.diverged_at else ' at step %d' % res.diverged_at['step']}; response={other}: "
-                      f"status {res_o.status}{'' if not res_o.diverged_at else ' at step %d' % res_o.diverged_at['step']}"
+                      f"status {res_o.status}"
+                      f"{'' if not res_o.diverged_at else ' at step %d' % res_o.diverged_at['step']}"
                       f"; gram at t = {min(T, len(res_o.t) - 1)}: {used} "
                       f"{fmt(float(np.trace(res.gram[min(T, len(res_o.t) - 1)])))} vs {other} "
                       f"{fmt(float(np.trace(res_o.gram[min(T, len(res_o.t) - 1)])))} (traces); C_mu trace at t = "
@@ -358,9 +363,11 @@ def part2(args, rows, md):
     md.append(md_table(["setting", "T", "gram", "train", "test", f"all <= {GOAL:.0%}", "max|M| DMFT"], t2a))
     md.append("\nEstimator check (same DMFT, other response estimator):\n")
     md.extend(checks)
-    md.append(f"\n### 2b. Hard process: trace C_mu(t) (DMFT, docs/theory.md §3.2) vs d tr(M_t^T M_t) of unconstrained GD "
+    md.append(f"\n### 2b. Hard process: trace C_mu(t) (DMFT, docs/theory.md §3.2) vs d tr(M_t^T M_t) of "
+              f"unconstrained GD "
               f"(d = {args.d_hard}, {args.seeds_hard} seeds)\n")
-    md.append("ratio = simulated mean / DMFT; 'agrees' = within a factor 1.5. docs/theory.md §3.2: the linear process is right "
+    md.append("ratio = simulated mean / DMFT; 'agrees' = within a factor 1.5. docs/theory.md §3.2: the linear "
+              "process is right "
               "while growth is linear and biased low once it is nonlinear.\n")
     for (name, lab, pick, Cmu, Cmu_se, sm, ss, ratio, first_off) in t2b:
         md.append(f"**{name}**, DMFT response = {lab}: first t outside a factor 1.5: "
@@ -446,7 +453,9 @@ def main(argv=None, *, prog=None, root=None):
               "Definitions: rel_err = ||X_dmft - mean_seeds X_sim||_F / ||mean_seeds X_sim||_F (|.| for scalars); "
               "rel_se = sqrt(sum of squared entrywise standard errors of the DMFT (replicas) and of the seed mean) / "
               "||mean X_sim||_F, the gap expected from noise alone. DMFT standard errors: spread over replicas. "
-              f"Simulator test loss: {'population test loss (exact expectation over a fresh sample given M_t, gram_t)' if has_population_test_loss() else 'fresh test set'}.\n"]
+              "Simulator test loss: "
+              + ("population test loss (exact expectation over a fresh sample given M_t, gram_t)"
+                 if has_population_test_loss() else "fresh test set") + ".\n"]
     write_table(stem, rows, CSV_COLUMNS, body, title="DMFT vs finite-d GD (docs/theory.md §3, §3.1, §3.2, §5, §8)",
                 command=cmd, started=started, wall=wall, root=root,
                 timing=f"this process' CPU {time.process_time() - cpu0:.0f} s; DMFT replicas and simulator runs in "
