@@ -4,6 +4,7 @@ import json
 import time
 import warnings
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -236,3 +237,46 @@ def test_an_off_scale_mark_is_a_labelled_arrow_not_a_data_point():
     drawn = [line for line in ax.lines if len(line.get_xdata())]
     assert all(min(line.get_xdata()) >= 2.0 and max(line.get_xdata()) <= 3.0 for line in drawn
                if line.get_linestyle() == "None")  # no marker outside the data's own x range
+
+
+# ---- the unbounded verdict does not depend on where the latent quadrature stops
+SUPPORT_CASES = [  # (activation, link, loss, eta, unbounded): smooth, kinked, bounded link, unbounded activation
+    ("gelu", "phase-retrieval", "square", 1.0, True),
+    ("relu", "phase-retrieval", "square", 1.0, False),  # D = sigma'^2 (no Dirac term in the finite-n Hessian)
+    ("gelu", "sign-symmetric", "logistic", 1.0, False),
+    ("x**2", "phase-retrieval", "square", 0.1, True),
+]
+
+
+@pytest.mark.parametrize("act, lk, ls, eta, want", SUPPORT_CASES)
+def test_unbounded_verdict_is_the_same_for_every_latent_rule(act, lk, ls, eta, want):
+    from theorykit.thresholds.spectral import law_at
+
+    p = tk.Problem(activation=act, link=lk, loss=ls, width=1, delta=10, eta=eta, steps=20)
+    for kw in (dict(latent="gauss-hermite", order=16), dict(latent="gauss-hermite", order=32),
+               dict(latent="monte-carlo")):
+        law = law_at(tk.dmft(p, keep_law_at=[20], **kw), 20)
+        assert law.tail["unbounded"] is want, (kw, law.tail)
+        assert law.tail["support"]["how"].startswith("support")
+
+
+def test_unbounded_verdict_of_the_issue_command(capsys):
+    main(["hessian", "--activation", "gelu", "--link", "phase-retrieval", "--loss", "square", "--width", "1",
+          "--eta", "1", "--delta", "10", "--t", "20", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["unbounded"] is True
+    assert out["D_tail"]["support"]["unbounded"] is True
+    assert any("unbounded below" in n for n in out["notes"])
+
+
+def test_support_tail_on_closed_forms():
+    from theorykit.spectra.hessian import support_tail
+
+    z = np.linspace(-3, 3, 101)
+    w = np.exp(-z ** 2 / 2)
+    assert support_tail(lambda c: 1.0 - (c * z) ** 2, abs(z), w)["unbounded"] is True  # D = 1 - z^2
+    assert support_tail(lambda c: -abs(c * z), abs(z), w)["unbounded"] is True  # D = -|z|: a constant slope
+    assert support_tail(lambda c: -np.tanh(c * z) ** 2, abs(z), w)["unbounded"] is False  # saturates at -1
+    assert support_tail(lambda c: np.exp(-(c * z) ** 2), abs(z), w)["unbounded"] is False  # bounded below by 0
+    out = support_tail(lambda c: np.where(c > 4, np.nan, -(c * z) ** 2), abs(z), w)
+    assert out["factors"] == [1.0, 2.0, 4.0]  # the sequence ends where D is not finite

@@ -90,11 +90,11 @@ def test_gauss_hermite_largest_order_is_sound():
     assert abs(r.weights.sum() - 1) < 1e-14
     assert r.integrate(power(6))[0] == pytest.approx(15, rel=1e-12)
     # one order more and numpy's weights are all 0 (population_loss returned 0.0 silently), beyond that NaN
-    import theorykit as tk
+    from theorykit.population import population_loss
+    from theorykit.symbolic import Network
 
     with pytest.raises(TheorykitError, match=f"1..{rules.HERMITE_MAX_ORDER}"):
-        tk.population.population_loss(tk.symbolic.Network("tanh", "square", 1), "z", np.zeros((1, 1)), np.zeros((1, 1)),
-                                      order=371)
+        population_loss(Network("tanh", "square", 1), "z", np.zeros((1, 1)), np.zeros((1, 1)), order=371)
 
 
 # ------------------------------------------------------------------------------------------------- Gauss-Legendre

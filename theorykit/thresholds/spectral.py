@@ -18,7 +18,7 @@ whether the law was unbounded and at which n it was truncated.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -120,6 +120,42 @@ def _truncation(delta: float, d: Optional[int], n: Optional[int]) -> Optional[in
     return None
 
 
+def _with_support_verdict(law, pl, problem):
+    """The law with its tail verdict from :func:`theorykit.spectra.hessian.support_tail` (D = the problem's network
+    curvature at the paths' pre-activations and y = h(c z) with the noise at 0), when the network reproduces the
+    law's D at its own paths (not during a spectral prefix, whose D is -T(y)); else the law's own tail diagnostic
+    stays, marked as such."""
+    from ..spectra.hessian import support_tail
+
+    net, link = problem.network, problem.link_obj
+    keep = pl.weights > 0
+    if not np.any(keep) or not np.all(np.isfinite(pl.r[keep])):
+        return law
+    with np.errstate(all="ignore"):
+        own = net.evaluate(pl.r[keep], pl.y[keep]).eigen_range()[0]
+    lam_law = np.linalg.eigvalsh(pl.D[keep])[:, 0]
+    tail = dict(law.tail or {})
+    if not np.allclose(own, lam_law, rtol=1e-8, atol=1e-10 * (1.0 + float(np.max(np.abs(lam_law))))):
+        tail["support"] = {"unbounded": None, "how": "support check skipped: the law's D is not the network's "
+                                                     "curvature at its paths (a spectral prefix)"}
+        return replace(law, tail=tail)
+    r, z = pl.r[keep], pl.z[keep]
+
+    def lam_min_at(c: float) -> np.ndarray:
+        try:
+            y = link.response(c * z)
+        except TheorykitError:  # y not finite at c z: the sequence ends here
+            return np.full(len(z), np.nan)
+        return net.evaluate(r, y).eigen_range()[0]
+
+    sup = support_tail(lam_min_at, np.linalg.norm(z, axis=1), pl.weights[keep])
+    tail["support"] = sup
+    if sup["unbounded"] is not None:
+        tail["unbounded_paths"] = tail.get("unbounded")
+        tail["unbounded"] = sup["unbounded"]
+    return replace(law, tail=tail)
+
+
 def law_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = None, replica: Optional[int] = None):
     """The :class:`HessianLaw` of a DMFT result at time t (kept with keep_law_at), truncated at its 1/n quantile when
     d (n = delta d) or n is given; ``replica`` restricts it to one replica's paths."""
@@ -129,7 +165,6 @@ def law_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = None, 
     delta = result.problem.delta if result.problem is not None else result.settings["delta"]
     ridge = result.problem.ridge if result.problem is not None else result.settings.get("ridge", 0.0)
     if replica is not None:
-        from dataclasses import replace
 
         sel = pl.replica == replica
         w = np.where(sel, pl.weights, 0.0)
@@ -137,6 +172,8 @@ def law_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = None, 
             raise TheorykitError(f"replica {replica} has no kept paths at t = {t}")
         pl = replace(pl, weights=w / w.sum(), raw_weights=np.where(sel, pl.raw_weights, 0.0))
     law = HessianLaw.from_path_law(pl, delta, ridge)
+    if result.problem is not None:
+        law = _with_support_verdict(law, pl, result.problem)
     nn = _truncation(delta, d, n)
     return law.truncated(nn) if nn is not None else law
 

@@ -19,10 +19,10 @@ margin), ``density`` (:func:`hessian_density`, :func:`eigenvalue_counting`) and 
 (:func:`single_sample_spikes`, :func:`split_spikes`, :func:`expected_extremes`).
 """
 from .density import eigenvalue_counting, hessian_density
-from .law import HessianLaw, kernel_mass, tail_diagnostics
+from .law import HessianLaw, kernel_mass, support_tail, tail_diagnostics
 from .prediction import HessianPrediction, Outlier, hessian_prediction
 from .spikes import expected_extremes, single_sample_spikes, split_spikes
 
 __all__ = ["HessianLaw", "HessianPrediction", "Outlier", "eigenvalue_counting", "expected_extremes",
            "hessian_density", "hessian_prediction", "kernel_mass", "single_sample_spikes", "split_spikes",
-           "tail_diagnostics"]
+           "support_tail", "tail_diagnostics"]

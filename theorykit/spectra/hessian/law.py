@@ -5,9 +5,12 @@ H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I, D_i (m x m) symmetric, zeta_i in R^
 (:meth:`HessianLaw.from_path_law`) or a finite-d simulation's own D_i and hard coordinates
 (:meth:`HessianLaw.from_samples`).
 
-Weights unbounded below (square loss with y = z^2) have no left edge as n -> infinity: :func:`tail_diagnostics`
-detects this from how min lambda_min(D) moves with the latent resolution, and :meth:`HessianLaw.truncated` gives the
-finite-n law (paths below the law's 1/n quantile of lambda_min(D) removed, its expected lowest samples kept aside).
+Weights unbounded below (square loss with y = z^2) have no left edge as n -> infinity.  :func:`support_tail` decides
+this from the support: D is evaluated at the law's paths with the latent pushed outward (z -> c z, c = 1, 2, 4, ...,
+the other path variables kept), which no quadrature's reach limits; :func:`tail_diagnostics` is the fallback where
+only the law's own paths are known (how min lambda_min(D) moves with the latent resolution).
+:meth:`HessianLaw.truncated` gives the finite-n law (paths below the law's 1/n quantile of lambda_min(D) removed, its
+expected lowest samples kept aside).
 
 Kernel: H is a sum of n terms of rank rank(D_i), so the md eigenvalues of H - ridge I hold an atom at 0 of mass at
 least max(0, 1 - delta E[rank D]/m) (:func:`kernel_mass`).
@@ -23,11 +26,13 @@ import numpy as np
 from ..._checks import check_int, check_number
 from ...errors import TheorykitError
 
-__all__ = ["EXTREMES", "TAIL_LEVELS", "WEIGHT_FLOOR", "HessianLaw", "check_law", "is_psd", "kernel_mass",
-           "rank_ratio", "tail_diagnostics"]
+__all__ = ["EXTREMES", "SUPPORT_FACTORS", "TAIL_LEVELS", "WEIGHT_FLOOR", "HessianLaw", "check_law", "is_psd",
+           "kernel_mass", "rank_ratio", "support_tail", "tail_diagnostics"]
 
 #: the tail diagnostic's resolution levels: latent tail mass p (paths with |z| beyond the (1 - p) quantile dropped)
 TAIL_LEVELS = tuple(10.0 ** -k for k in range(2, 13))
+#: the support check's outward factors c (the latent z -> c z at every path)
+SUPPORT_FACTORS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 #: expected lowest samples a truncated law keeps as atoms of weight 1/n (HessianLaw.truncated)
 EXTREMES = 10
 #: paths below this weight are dropped from a law (their total is < N * 1e-15; tail diagnostics still see them)
@@ -240,15 +245,56 @@ def tail_diagnostics(weights, lam_min, radius, levels=TAIL_LEVELS) -> dict:
         lv.append(float(p))
         radii.append(R)
         mins.append(float(lm[r <= R].min()))
-    slopes = [float((mins[j] - mins[j + 1]) / (radii[j + 1] - radii[j])) for j in range(len(mins) - 1)]
-    unbounded = None
-    if len(slopes) >= 2:
-        moved = mins[-2] - mins[-1]
-        unbounded = bool(slopes[-1] > 0.7 * max(slopes[0], 0.0) and moved > 1e-3 * iqr and slopes[-1] > 0)
+    slopes, unbounded = _slope_verdict(mins, radii, iqr)
     out.update(levels=lv, min_D_at_level=mins, radius_at_level=radii, slopes=slopes, unbounded=unbounded,
                how="m_p = min lambda_min(D) over paths with latent |z| <= R_p, the (1 - p) quantile; unbounded if "
                    "the slope -dm/dR between the last two levels is > 0.7 x that between the first two")
     return out
+
+
+def _slope_verdict(mins, radii, iqr) -> tuple:
+    """(slopes, verdict) of the minima ``mins`` at growing ``radii``: the slopes s = -dm/dR between consecutive radii;
+    unbounded (True) when the last slope is > 0 and > 0.7 x the first and the last segment moves m by more than
+    1e-3 ``iqr``; False otherwise; None with fewer than three radii."""
+    slopes = [float((mins[j] - mins[j + 1]) / (radii[j + 1] - radii[j])) for j in range(len(mins) - 1)]
+    if len(slopes) < 2:
+        return slopes, None
+    moved = mins[-2] - mins[-1]
+    return slopes, bool(slopes[-1] > 0.7 * max(slopes[0], 0.0) and moved > 1e-3 * iqr and slopes[-1] > 0)
+
+
+def support_tail(lam_min_at, radius, weights, factors=SUPPORT_FACTORS) -> dict:
+    """Whether lambda_min(D) is unbounded below on the law's support, judged by pushing the latent outward.
+
+    ``lam_min_at(c)`` returns the (N,) smallest eigenvalue of D at the law's N paths with their latent z replaced by
+    c z (the other path variables, e.g. the pre-activations, kept: they have a Gaussian component of full support,
+    so the pushed points stay in the support).  m_c = min over the paths of positive weight, at radius R_c = c max|z|;
+    the slopes -dm/dR between consecutive factors decide as in :func:`tail_diagnostics` (unbounded when the last
+    slope keeps at least 0.7 of the first; bounded when they die out).  Unlike the law's own tail, the verdict does
+    not depend on where a quadrature rule's outermost node sits.  Factors at which D is not finite end the sequence.
+    Returns {"factors", "min_D_at_factor", "radius_at_factor", "slopes", "unbounded", "how"}."""
+    w = np.asarray(weights, float)
+    r = np.asarray(radius, float)
+    live = w > 0
+    R = float(np.max(r[live])) if np.any(live) else float("nan")
+    cs, mins, radii = [], [], []
+    for c in factors:
+        with np.errstate(all="ignore"):
+            lm = np.asarray(lam_min_at(float(c)), float)[live]
+        if not np.all(np.isfinite(lm)) or not math.isfinite(R):
+            break
+        cs.append(float(c))
+        mins.append(float(lm.min()))
+        radii.append(float(c) * R)
+        if c == factors[0]:
+            q = np.quantile(lm, [0.25, 0.75])
+            iqr = max(float(q[1] - q[0]), 1e-12 * max(1.0, abs(float(np.median(lm)))))
+    slopes, unbounded = _slope_verdict(mins, radii, iqr) if cs else ([], None)
+    return {"factors": cs, "min_D_at_factor": mins, "radius_at_factor": radii, "slopes": slopes,
+            "unbounded": unbounded,
+            "how": "support: m_c = min lambda_min(D) over the law's paths with the latent z pushed to c z (the other "
+                   "path variables kept); unbounded if the slope -dm/dR between the last two factors is > 0.7 x that "
+                   "between the first two"}
 
 
 def check_law(law) -> HessianLaw:
