@@ -67,3 +67,29 @@ def test_dmft_defaults_cover_the_exact_limit():
             se = r.stderr[key].reshape(T + 1, -1)[:, 0]
             for t in (1, 5, 10, 30):
                 assert abs(v[t] - ref[t]) <= 4 * se[t], (response, key, t, v[t], ref[t], se[t])
+
+
+def test_informed_start_against_the_closed_form_dmft_and_gd():
+    """Theta^0 = M0 theta* + xi: the exact limit at t = 1 equals the exact (polynomial) DMFT of
+    theorykit.dynamics.dmft_closed_form, a separate derivation, and the simulator reaches it at t = 5."""
+    import sympy as sp
+
+    from theorykit.dynamics import dmft_closed_form
+
+    S = dict(delta=3.0, eta=0.3, ridge=1 / 6)
+    ex = linear_gd_limit(**S, steps=5, M0=0.2, Sigma0=1.0)
+    cf = dmft_closed_form(activation="linear", link="z", loss="square", delta=sp.Integer(3), eta=sp.Rational(3, 10),
+                          ridge=sp.Rational(1, 6), M0=sp.Matrix([[sp.Rational(1, 5)]]), Sigma0=sp.Matrix([[1]]))
+    assert float(cf.M1[0, 0]) == pytest.approx(ex.M[1], rel=1e-12)
+    assert float(cf.gram1[0, 0]) == pytest.approx(ex.gram[1], rel=1e-12)
+    assert float(cf.train_loss1) == pytest.approx(ex.train_loss[1], rel=1e-12)
+    assert float(cf.test_loss1) == pytest.approx(ex.test_loss[1], rel=1e-12)
+    assert float(cf.train_loss0) == pytest.approx(ex.train_loss[0], rel=1e-12)
+    assert ex.gram[0] == pytest.approx(0.2 ** 2 + 1.0) and ex.M[0] == pytest.approx(0.2)
+    sims = [tk.simulate(activation="linear", link="z", loss="square", width=1, **S, M0=0.2, d=2000, steps=5, seed=s,
+                        n_test=1) for s in range(4)]
+    for key, arr, ref in (("M", np.stack([r.M[:, 0, 0] for r in sims]), ex.M),
+                          ("train", np.stack([r.train_loss for r in sims]), ex.train_loss),
+                          ("test", np.stack([r.population_test_loss for r in sims]), ex.test_loss)):
+        se = arr.std(axis=0, ddof=1) / np.sqrt(len(sims))
+        assert abs(arr[:, 5].mean() - ref[5]) <= 4 * se[5] + 2e-3 * abs(ref[5]), key

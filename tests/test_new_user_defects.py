@@ -1,6 +1,7 @@
 """Three defects a new user hits (issue 27): unused latent indices, inadmissible activations accepted by some commands
 but not others, and preset typos without a suggestion."""
 import json
+import math
 import time
 import warnings
 
@@ -280,3 +281,46 @@ def test_support_tail_on_closed_forms():
     assert support_tail(lambda c: np.exp(-(c * z) ** 2), abs(z), w)["unbounded"] is False  # bounded below by 0
     out = support_tail(lambda c: np.where(c > 4, np.nan, -(c * z) ** 2), abs(z), w)
     assert out["factors"] == [1.0, 2.0, 4.0]  # the sequence ends where D is not finite
+
+
+# ---- delta*'s uncertainty: Student's t on the replica spread, and the bracket's interpolation error
+def test_interpolation_error_of_a_known_parabola():
+    from theorykit.thresholds.spectral import interpolation_error
+
+    def f(x):
+        return (x - 3.0) * (x + 1.0)  # root 3, curved
+
+    a, b = 2.0, 4.0
+    lin = a - f(a) * (b - a) / (f(b) - f(a))
+    err = interpolation_error(lin, (a, f(a)), (b, f(b)), [(1.0, f(1.0)), (a, f(a)), (b, f(b))])
+    assert err == pytest.approx(abs(lin - 3.0), rel=1e-9) and err > 0.1
+    assert math.isnan(interpolation_error(lin, (a, f(a)), (b, f(b)), [(a, f(a)), (b, f(b))]))  # no third point
+
+
+def test_delta_star_interval_uses_student_t_and_the_interpolation_error():
+    from scipy.stats import t as student
+
+    pr = tk.Problem("gelu", "sign-symmetric", "logistic", delta=9.0, eta=1.0, steps=5)
+    q = tk.delta_star(pr, [0], deltas=[2.0, 3.0, 4.5, 8.0], paths=4096, replicas=4, refine=1, processes=1)[0]
+    assert q.dof == 3
+    assert math.isfinite(q.interpolation_error)
+    lo, hi = q.interval95
+    half = student.ppf(0.975, 3) * q.stderr + q.interpolation_error
+    assert lo == pytest.approx(q.value - half) and hi == pytest.approx(q.value + half)
+    d = q.as_dict()
+    assert d["dof"] == 3 and d["interval95"] == [lo, hi] and d["interpolation_error"] == q.interpolation_error
+    json.dumps(d)
+
+
+def test_threshold_text_says_what_its_error_bar_covers(capsys):
+    main(["threshold", "--activation", "gelu", "--link", "sign-symmetric", "--loss", "logistic", "--eta", "1",
+          "--t", "0", "--delta-range", "2", "8", "--points", "4", "--paths", "4096"])
+    out = capsys.readouterr().out
+    assert "95% interval" in out and "3 degrees of freedom" in out and "not the latent rule" in out
+
+
+def test_dmft_text_says_what_its_error_bars_cover(capsys):
+    main(["dmft", "--activation", "linear", "--link", "z", "--loss", "square", "--delta", "3", "--eta", "0.3",
+          "--steps", "3", "--paths", "4096"])
+    out = capsys.readouterr().out
+    assert "degrees of freedom" in out and "never the latent rule or the time grid" in out

@@ -142,6 +142,11 @@ def text(r) -> str:
         if ru is not None and ru < r["t"][-1]:
             lines.append(f"warning: C_mu is Monte-Carlo-unreliable after t = {ru} (replica spread > 5%): "
                          f"the linear hard process amplifies noise where it does not contract; raise --paths")
+    lines.append(f"±: the spread of the {s['replicas']} independent replica solves / sqrt({s['replicas']}) "
+                 f"({s['replicas'] - 1} degrees of freedom), the paths' sampling error"
+                 + (", with the bias check's estimate of the finite-path bias added in quadrature" if s["bias_check"]
+                    else "; not the O(1/paths) bias of each solve (bias check off)")
+                 + "; never the latent rule or the time grid")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
         lines.append(f"diverged: {r['diverged_at']['hint']}")

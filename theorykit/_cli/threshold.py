@@ -8,15 +8,17 @@ Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresh
 law at each delta is truncated at its 1/n quantile (n fixed, or n = delta d moving along the scan).
 
 JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_reason says why), delta_alg_info
-{exact, error, method}, delta_star [{t, d, value, stderr, edge, outlier, overlap2, truncation_n, bracket, unbounded,
-tried, method, D_low}], with --nn also delta_nn {value, stderr, criterion, converged, evidence {definition, rule,
-by_t, lower_bound, sequence, increments, settled, unbounded, truncation, note}}, with --dyn also delta_dyn {value,
-stderr, criterion, gamma [{delta, value, stderr, t_range, points}], t_range, definition, reason, method},
+{exact, error, method}, delta_star [{t, d, value, stderr, dof, interpolation_error, interval95, edge, outlier,
+overlap2, truncation_n, bracket, unbounded, tried, method, D_low, error}], with --nn also delta_nn {value, stderr,
+criterion, converged, evidence {definition, rule, by_t, lower_bound, sequence, increments, settled, unbounded,
+truncation, note}}, with --dyn also delta_dyn {value, stderr, criterion, gamma [{delta, value, stderr, t_range,
+points}], t_range, definition, reason, method},
 with --d D [D ...] --horizon T also finite_d [{d, horizon, midpoint, band, note}] and escape_time [{delta, d, t, band,
 note}] (t null: P(capture) < 1/2 up to the horizon) and finite_d_info {deltas, d, horizon, per_delta, method},
-settings, seconds.  Every value that is not finite is null.  No sign change of the outlier
-margin on the grid is an error (exit 2, one line, with the margins tried).
+settings, problem, seconds.  Every value that is not finite is null.  A t whose outlier margin does not change sign on
+the grid has value null and its error (the margins' trend); when no t has a value the command exits 4 (no answer).
 """
+import math
 import time
 
 from ._args import add_dmft_arguments, add_problem_arguments, check_args, check_hessian_width, fmt, integer, \
@@ -214,19 +216,25 @@ def text(r) -> str:
              + (f" = {r['delta_alg_info']['exact']} (exact)" if (r.get("delta_alg_info") or {}).get("exact") else
                 f" ({(r.get('delta_alg_info') or {}).get('method', 'numerical')})")]
     if r["delta_star"]:
-        lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'edge':>11} {'outlier':>11} {'overlap^2':>9} "
-                     f"{'n':>8} tail")
+        lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'95% interval':>19} {'edge':>11} {'outlier':>11} "
+                     f"{'overlap^2':>9} {'n':>8} tail")
     for q in r["delta_star"]:
         if q.get("error"):
             lines.append(f"  {q['t']:>6} {'—':>10}  {q['error']}")
             continue
         unb = {True: "unbounded", False: "bounded", None: "undecided"}[q["unbounded"]]
-        lines.append(f"  {q['t']:>6} {fmt(q['value'], '10.5g'):>10} {fmt(q['stderr'], '9.2g'):>9} "
+        lo, hi = q.get("interval95") or (None, None)
+        ci = f"[{fmt(lo, '.5g')}, {fmt(hi, '.5g')}]" if lo is not None and math.isfinite(lo) else "-"
+        lines.append(f"  {q['t']:>6} {fmt(q['value'], '10.5g'):>10} {fmt(q['stderr'], '9.2g'):>9} {ci:>19} "
                      f"{fmt(q['edge'], '11.5g'):>11} {fmt(q['outlier'], '11.5g'):>11} {fmt(q['overlap2'], '9.3g'):>9} "
                      f"{fmt(q['truncation_n'], 'd', '-'):>8} {unb}")
     if any(not q.get("error") for q in r["delta_star"]):
-        lines.append("  columns: delta* with its standard error over the DMFT replicas (not the discretisation); edge: "
-                     "the left edge of the Hessian's bulk, outlier: its hard outlier eigenvalue and overlap^2: the "
+        dofs = sorted({q["dof"] for q in r["delta_star"] if q.get("dof")})
+        lines.append("  columns: delta* with its standard error: the spread over the independently drawn DMFT "
+                     f"replicas / sqrt(replicas), {'/'.join(map(str, dofs)) or '?'} degrees of freedom; the 95% "
+                     "interval is Student's t on it plus the root's interpolation error in the last bracket: it "
+                     "covers the paths' sampling error and the delta grid, not the latent rule; edge: the left edge "
+                     "of the Hessian's bulk, outlier: its hard outlier eigenvalue and overlap^2: the "
                      "outlier eigenvector's squared overlap with the hard subspace, all at the bracket's upper delta; "
                      "n: the law's truncation n (- none); tail: whether D is unbounded below there")
         lines.append(f"  method: {next(q for q in r['delta_star'] if not q.get('error'))['method']}")

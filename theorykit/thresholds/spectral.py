@@ -30,7 +30,7 @@ from ..errors import NoAnswer, TheorykitError
 from ..spectra.hessian import HessianLaw, hessian_prediction
 
 __all__ = ["DeltaNN", "DeltaStar", "HessianAt", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian",
-           "hessian_at", "law_at", "spectral_inapplicable"]
+           "hessian_at", "interpolation_error", "law_at", "spectral_inapplicable"]
 
 #: regula-falsi refinements per t after the grid
 THRESHOLD_REFINE = 2
@@ -51,7 +51,9 @@ class DeltaStar:
     truncation); unbounded: the law's tail verdict at b; tried: the (delta, margin) pairs evaluated, in order (a NaN
     margin: the DMFT did not reach t at that delta).  error: why this t has no value ("" when it has one): the
     margin does not change sign on the grid (with its trend), or the DMFT diverged where the sign changes; value,
-    bracket and the prediction are then NaN."""
+    bracket and the prediction are then NaN.  dof: the degrees of freedom of stderr (replicas - 1);
+    interpolation_error: the root's error from interpolating linearly in the bracket (:func:`interpolation_error`);
+    interval95: Student's t on stderr widened by it (the paths and the grid, not the latent rule)."""
 
     t: int
     value: float
@@ -66,9 +68,28 @@ class DeltaStar:
     method: str
     D_low: Optional[dict] = None  # the 1e-2 and 1e-3 quantiles of lambda_min(D) of the law at b
     error: str = ""
+    dof: Optional[int] = None  # degrees of freedom of stderr: the replicas it was computed from, minus one
+    interpolation_error: float = math.nan  # |linear - quadratic interpolation| of the margin's root (the grid's error)
+
+    @property
+    def interval95(self) -> tuple:
+        """value -+ (t_{0.975, dof} stderr + interpolation_error): Student's t, since stderr is estimated from dof + 1
+        replicas (4 replicas: 3 degrees of freedom, t = 3.18, not 1.96), widened by the root's interpolation error
+        when it is known.  It covers the paths' sampling error and the bracket's interpolation, not the latent rule;
+        (nan, nan) without a stderr."""
+        if not self.dof or not math.isfinite(self.stderr) or not math.isfinite(self.value):
+            return (math.nan, math.nan)
+        from scipy.stats import t as student
+
+        h = float(student.ppf(0.975, self.dof)) * self.stderr
+        if math.isfinite(self.interpolation_error):
+            h += self.interpolation_error
+        return (self.value - h, self.value + h)
 
     def as_dict(self) -> dict:
-        return {"t": self.t, "value": self.value, "stderr": self.stderr, "bracket": list(self.bracket),
+        return {"t": self.t, "value": self.value, "stderr": self.stderr, "dof": self.dof,
+                "interpolation_error": self.interpolation_error,
+                "interval95": list(self.interval95), "bracket": list(self.bracket),
                 "edge": self.edge, "outlier": self.outlier, "overlap2": self.overlap2,
                 "truncation_n": self.truncation_n, "unbounded": self.unbounded,
                 "tried": [list(p) for p in self.tried], "method": self.method, "D_low": self.D_low,
@@ -81,6 +102,23 @@ class DeltaStar:
         return cls(t=t, value=nan, stderr=nan, bracket=(nan, nan), edge=nan, outlier=nan, overlap2=nan,
                    truncation_n=None, unbounded=None, tried=tuple((float(x), float(y)) for x, y in tried),
                    method=method, error=error)
+
+
+def interpolation_error(value: float, lo: tuple, hi: tuple, tried) -> float:
+    """|value - the quadratic interpolation's root|: the root of the parabola through the bracket's ends lo = (a,
+    margin(a)), hi = (b, margin(b)) and the evaluated point nearest to the bracket outside it, against the linear
+    interpolation ``value`` (the secant's error, of order the margin's curvature x (b - a)^2).  NaN without a third
+    point or a parabola root in [a, b]."""
+    (a, fa), (b, fb) = lo, hi
+    others = [(x, f) for x, f in tried if math.isfinite(f) and not a <= x <= b]
+    if not others:
+        return math.nan
+    c, fc = min(others, key=lambda p: min(abs(p[0] - a), abs(p[0] - b)))
+    coef = np.polyfit([a, b, c], [fa, fb, fc], 2)
+    roots = [float(x.real) for x in np.roots(coef) if abs(x.imag) < 1e-12 and a <= x.real <= b]
+    if not roots:
+        return math.nan
+    return float(min(abs(x - value) for x in roots))
 
 
 def no_sign_change_reason(t: int, tried, grid) -> str:
@@ -432,6 +470,7 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
                     side = -1
             fa_true, fb_true = margin(a, t), margin(b, t)
             value = a - fa_true * (b - a) / (fb_true - fa_true)
+            interp = interpolation_error(value, (a, fa_true), (b, fb_true), tried)
             R = replicas
             per = []
             for rep in range(R):
@@ -449,12 +488,16 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
                                  edge=float(pred.edge), outlier=(float(o.lam) if o else math.nan),
                                  overlap2=(float(o.overlap2) if o else math.nan), truncation_n=law.truncation_n,
                                  unbounded=pred.unbounded, tried=tuple((float(x), float(y)) for x, y in tried),
-                                 D_low=_low_quantiles(pred),
+                                 D_low=_low_quantiles(pred), dof=(len(per) - 1 if len(per) >= 2 else None),
+                                 interpolation_error=interp,
                                  method=(f"DMFT scan ({len(grid)} deltas, {paths} paths in {replicas} replicas, "
                                          f"common random numbers) + {refine} regula-falsi solves to T = t (the "
                                          f"exact prefix of the solve to T = {T}); margin by "
                                          f"{pred.method.split(' on ')[0]}; value = linear interpolation of the margin "
-                                         f"in the bracket; stderr from the per-replica laws ({len(per)} replicas)")))
+                                         f"in the bracket; stderr from the per-replica laws ({len(per)} replicas, "
+                                         f"{len(per) - 1} degrees of freedom: the paths' sampling error); "
+                                         f"interpolation error {interp:.2g} (quadratic against linear root in the "
+                                         f"bracket); neither covers the latent rule")))
     finally:
         if bar:
             bar.close(done)
