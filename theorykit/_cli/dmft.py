@@ -145,7 +145,7 @@ def text(r) -> str:
     lines.append(f"±: the spread of the {s['replicas']} independent replica solves / sqrt({s['replicas']}) "
                  f"({s['replicas'] - 1} degrees of freedom), the paths' sampling error"
                  + (", with the bias check's estimate of the finite-path bias added in quadrature" if s["bias_check"]
-                    else "; not the O(1/paths) bias of each solve (bias check off)")
+                    else "; not the O(1/paths) bias of each solve (bias check off: --bias-check on adds it)")
                  + "; never the latent rule or the time grid")
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
