@@ -113,7 +113,25 @@ def testcapture_probabilities_width_two_against_sampling():
 @pytest.fixture(scope="module")
 def small():
     pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
-    return finite_d(pr, [8.0, 17.0], [200, 800], 40, paths=2048, replicas=2)
+    return finite_d(pr, [8.0, 17.0], [200, 800], 40, paths=2048, replicas=2, refine=0)
+
+
+def test_finite_d_midpoint_is_a_root_of_p_not_an_interpolation_across_the_grid():
+    """The midpoint is found by root finding on P(capture by T) = 1/2: a separate solve at the reported midpoint
+    gives P = 1/2 within its band, while the linear interpolation across the grid alone misses by more."""
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    kw = dict(paths=2048, replicas=2)
+    coarse = finite_d(pr, [4.0, 32.0], [400], 40, refine=0, **kw)
+    fine = finite_d(pr, [4.0, 32.0], [400], 40, refine=3, **kw)
+    assert len(fine.deltas) > len(coarse.deltas)
+    mid, lin = fine.midpoints[0]["midpoint"], coarse.midpoints[0]["midpoint"]
+    at_mid = finite_d(pr, [mid], [400], 40, refine=0, **kw)
+    p, lo, hi = (float(a[0, 0, 40]) for a in (at_mid.probability, at_mid.low, at_mid.high))
+    assert lo <= 0.5 <= hi and abs(p - 0.5) < 0.05
+    at_lin = finite_d(pr, [lin], [400], 40, refine=0, **kw)
+    assert abs(float(at_lin.probability[0, 0, 40]) - 0.5) > abs(p - 0.5)
+    band = fine.midpoints[0]["band"]
+    assert band[0] <= mid <= band[1] and math.isfinite(fine.midpoints[0]["interpolation_error"])
 
 
 def test_finite_d_monotone_in_delta_t_and_d(small):
@@ -171,7 +189,10 @@ def test_threshold_cli_horizon_contract(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["delta_star"] == [] and {f["d"] for f in out["finite_d"]} == {200, 800}
     assert set(out["finite_d"][0]) >= {"d", "horizon", "midpoint", "band"}
-    assert set(out["escape_time"][0]) >= {"delta", "d", "t"} and len(out["escape_time"]) == 4
+    # every delta of the grid and of the root finding (which adds deltas near the midpoint) has its escape times
+    deltas = out["finite_d_info"]["deltas"]
+    assert {10.0, 17.0} <= set(deltas) and set(out["finite_d"][0]) >= {"interpolation_error"}
+    assert set(out["escape_time"][0]) >= {"delta", "d", "t"} and len(out["escape_time"]) == 2 * len(deltas)
     assert out["finite_d_info"]["horizon"] == 20 and out["settings"]["horizon"] == 20
     for bad, msg in ((["--horizon", "20"], "--d"), (["--d", "200", "--horizon", "20", "--width", "3"], "width 1 and 2"),
                      (["--d", "200", "--horizon", "20", "--rays", "4"], "only with --width 2"),

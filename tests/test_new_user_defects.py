@@ -285,7 +285,7 @@ def test_support_tail_on_closed_forms():
 
 # ---- delta*'s uncertainty: Student's t on the replica spread, and the bracket's interpolation error
 def test_interpolation_error_of_a_known_parabola():
-    from theorykit.thresholds.spectral import interpolation_error
+    from theorykit.rules import interpolation_error
 
     def f(x):
         return (x - 3.0) * (x + 1.0)  # root 3, curved

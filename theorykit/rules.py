@@ -46,8 +46,8 @@ import numpy as np
 from ._checks import check_number
 from .errors import TheorykitError
 
-__all__ = ["crossing", "crossing_index", "first_passage", "Rule", "gauss_hermite", "gauss_legendre",
-           "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
+__all__ = ["crossing", "crossing_index", "first_passage", "interpolation_error", "Rule", "gauss_hermite",
+           "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
@@ -474,6 +474,24 @@ def crossing(x: Sequence[float], y: Sequence[float], level: float = 0.5, *, upwa
     if i is None:
         return None
     return x[i] + (level - y[i]) * (x[i + 1] - x[i]) / (y[i + 1] - y[i])
+
+
+def interpolation_error(value: float, lo: tuple, hi: tuple, tried) -> float:
+    """|value - the quadratic interpolation's root|: the root of the parabola through the bracket's ends lo = (a,
+    f(a)), hi = (b, f(b)) and the evaluated point of ``tried`` ((x, f(x)) pairs) nearest to the bracket outside it,
+    against the linear interpolation ``value`` (the secant's error, of order f's curvature x (b - a)^2), for the root
+    of any f found by :func:`crossing` (delta*'s margin, P(capture) - 1/2).  NaN without a third point or a parabola
+    root in [a, b]."""
+    (a, fa), (b, fb) = lo, hi
+    others = [(x, f) for x, f in tried if math.isfinite(f) and not a <= x <= b]
+    if not others:
+        return math.nan
+    c, fc = min(others, key=lambda p: min(abs(p[0] - a), abs(p[0] - b)))
+    coef = np.polyfit([a, b, c], [fa, fb, fc], 2)
+    roots = [float(x.real) for x in np.roots(coef) if abs(x.imag) < 1e-12 and a <= x.real <= b]
+    if not roots:
+        return math.nan
+    return float(min(abs(x - value) for x in roots))
 
 
 def first_passage(y: Sequence[float], level: float = 0.5) -> Optional[int]:

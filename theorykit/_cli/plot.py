@@ -212,8 +212,8 @@ def _prediction(args, pr, deltas) -> dict:
     new, how = [], done.get("how", "")
     try:
         if todo:
-            fd = finite_d(pr, todo, [args.d], pr.steps, paths=args.paths, replicas=args.replicas,
-                          progress=bool(args.progress))
+            fd = finite_d(pr, todo, [args.d], pr.steps, paths=args.paths, replicas=args.replicas, refine=0,
+                          progress=bool(args.progress))  # the curve on the plotted grid, cached per delta
             how = fd.method
             for i, q in enumerate(fd.per_delta):
                 new.append({"delta": q["delta"], "probability": float(fd.probability[i, 0, -1]),

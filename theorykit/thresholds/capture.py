@@ -32,7 +32,7 @@ from .._checks import Progress, check_deltas, check_int
 from ..dynamics import dmft
 from ..dynamics.hard_process import hard_subspace_basis
 from ..errors import DivergenceError, TheorykitError
-from ..rules import crossing, first_passage
+from ..rules import crossing, crossing_index, first_passage, interpolation_error
 
 #: capture_threshold flags its m* as noise-limited when M_T along e has a larger relative s.e. at a bracket end
 CAPTURE_NOISE_RSE = 0.25
@@ -346,6 +346,8 @@ def growth_rate(curve: CaptureCurve, t_range) -> GrowthRate:
 #: the finite-d ladder of initial hard overlaps (geometric; the 1/sqrt(d) scale of a random start lies inside for
 #: d in 10 .. 10^5, and adjacent rungs are a factor 1.45 apart, so the interpolated m* is close to a bisection's)
 FINITE_D_LADDER = (2e-3, 0.5, 16)
+#: finite_d's root finding stops when the bracket of P(capture) = 1/2 is narrower than this fraction of delta
+FINITE_D_REFINE_TOL = 0.01
 #: replicas' relative spread of m*(horizon) above which a delta's prediction is flagged noise-limited
 FINITE_D_NOISE_RSE = 0.25
 
@@ -356,11 +358,12 @@ class FiniteD:
     probability that GD at dimension d has captured the hard direction (cos^2 > 1/2) by time t, for every t up to the
     horizon, with its band; the midpoint delta_1/2(d, horizon) and the escape time t_1/2(delta, d) read off it.
 
-    probability, low, high: (deltas, ds, horizon + 1) arrays; midpoints: [{d, horizon, midpoint, band [lo, hi],
-    note}]; escape_time: [{delta, d, t, band [early, late], note}] (t is None when P stays below 1/2 up to the
-    horizon); per_delta: [{delta, v, v_stderr (m = 1; NaN for m = 2), V (V_eff at t_match, m x m), t_match, m_star
-    (at the horizon, first ray), rays [{direction, m_star, m_star_spread}], m_star_spread (the replicas' relative
-    spread, largest over the rays), noise_limited, error}]; method: how it was computed."""
+    deltas: the grid with the root finding's deltas (sorted); probability, low, high: (deltas, ds, horizon + 1) arrays;
+    midpoints: [{d, horizon, midpoint, band [lo, hi], interpolation_error, note}]; escape_time: [{delta, d, t, band
+    [early, late], note}] (t is None when P stays below 1/2 up to the horizon); per_delta: [{delta, v, v_stderr (m = 1;
+    NaN for m = 2), V (V_eff at t_match, m x m), t_match, m_star (at the horizon, first ray), rays [{direction, m_star,
+    m_star_spread}], m_star_spread (the replicas' relative spread, largest over the rays), noise_limited, error}];
+    method: how it was computed."""
 
     deltas: tuple
     ds: tuple
@@ -502,9 +505,51 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
     return P, lo, hi
 
 
+def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: bool, swap: bool, opts: dict,
+                 tick) -> tuple:
+    """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
+    error in info when the DMFT diverges)."""
+    pr = problem.replace(delta=dl, steps=H)
+    info: dict[str, Any] = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None,
+                            "m_star": None, "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
+    P, LO, HI = (np.full((len(dims), H + 1), np.nan) for _ in range(3))
+    try:
+        r = dmft(pr, bias_check=False, **opts)
+        if tick:
+            tick()
+        if r.status != "ok":
+            raise DivergenceError(f"the DMFT did not reach t = {H} "
+                                  f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
+        curves = []
+        for ang in angles:
+            u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
+            curves.append((ang, capture_curve(pr, H, m0s, direction=u, on_solve=tick, **opts)))
+    except DivergenceError as err:
+        info["error"] = str(err).splitlines()[0]
+        return info, P, LO, HI
+    V = np.asarray(r.V_eff, dtype=float)
+    V_se = np.asarray(r.stderr["V_eff"], dtype=float)
+    tm = int(r.hard_reliable_until)  # type: ignore[arg-type]  # set by every solve with a hard process
+    spreads, ray_info = [], []
+    for ang, c in curves:
+        ms = c.m_star[H]
+        reps = [q[H] for q in c.m_star_replicas if q[H] is not None]
+        spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
+        ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1]})
+    finite = [v for v in spreads if math.isfinite(v)]
+    spread = max(finite) if finite else math.nan
+    info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
+                v_stderr=float(V_se[tm, 0, 0]) if problem.m == 1 else math.nan, V=V[tm].tolist(),
+                t_match=tm, m_star=ray_info[0]["m_star"], rays=ray_info, m_star_spread=spread,
+                noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
+    for j, d in enumerate(dims):
+        P[j], LO[j], HI[j] = capture_probabilities(curves, flip, swap, V, V_se, tm, d)
+    return info, P, LO, HI
+
+
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
              replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
-             rays: int = FINITE_D_RAYS, progress: bool = False) -> FiniteD:
+             rays: int = FINITE_D_RAYS, refine: int = 3, progress: bool = False) -> FiniteD:
     """What GD at dimension d does by a horizon, from the DMFT (width m = 1 or 2).
 
     P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d); for m = 1,
@@ -518,9 +563,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
     circle under the problem's symmetries (:func:`symmetries`).  Then for every d of ``ds`` and t <= horizon
     P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
-    where P crosses 1/2 along the deltas (band: where the band's ends cross), and the escape time t_1/2(delta, d),
-    the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).  A delta whose DMFT
-    diverges (GD itself does) keeps its error and P = NaN; the others go on.
+    where P crosses 1/2 along the deltas, found by root finding (``refine``; band: where the band's ends cross, widened
+    by the last bracket's interpolation error, :func:`theorykit.rules.interpolation_error`), and the escape time
+    t_1/2(delta, d), the first t with P >= 1/2 (band: the first t where the high and the low end reach 1/2).  A delta
+    whose DMFT diverges (GD itself does) keeps its error and P = NaN; the others go on.
 
     Parameters
     ----------
@@ -538,6 +584,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         The ladder of initial overlaps (default FINITE_D_LADDER).
     rays : int
         Directions for m = 2 (>= 2).
+    refine : int
+        Root-finding steps per d after the grid (0..20): a safeguarded secant on P(capture by the horizon) = 1/2 in
+        the grid's bracket, each step a new delta (its DMFT and ladder), until the bracket is narrower than
+        FINITE_D_REFINE_TOL of delta.  The new deltas join ``deltas`` (sorted) and every array.
     progress : bool
         Draw a progress bar on stderr.
 
@@ -558,8 +608,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     >>> import theorykit as tk
     >>> pp = tk.Problem("gelu", "phase-retrieval", delta=8.0, eta=1.0, steps=10)
     >>> fd = tk.finite_d(pp, [4.0, 16.0], [100], 10, paths=1024, replicas=2, m0s=[0.01, 0.05, 0.2, 0.5])
-    >>> fd.probability.shape, [m["d"] for m in fd.midpoints]
-    ((2, 1, 11), [100])
+    >>> fd.probability.shape[1:], [m["d"] for m in fd.midpoints], len(fd.deltas) >= 2
+    ((1, 11), [100], True)
     """
     from ..problem import Problem
 
@@ -581,73 +631,64 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         raise TheorykitError("ds must hold at least one dimension d")
     H = check_int("horizon", horizon, 1)
     rays = check_int("rays", rays, 2)
+    refine = check_int("refine", refine, 0, 20)
     if m0s is None:
         lo_, hi_, k_ = FINITE_D_LADDER
         m0s = np.geomspace(lo_, hi_, k_)
     rungs = len(list(m0s))
     flip, swap = symmetries(problem)
     angles = ray_angles(problem.m, flip, swap, rays)
-    bar = (Progress(len(grid) * (len(angles) * rungs + 1), label="finite-d prediction", unit="DMFT solves")
-           if progress else None)
+    bar = (Progress((len(grid) + refine * len(dims)) * (len(angles) * rungs + 1), label="finite-d prediction",
+                    unit="DMFT solves") if progress else None)
     tick = bar.tick if bar else None
 
-    shape = (len(grid), len(dims), H + 1)
-    P, LO, HI = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
-    per = []
     opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed)
+    at: dict[float, tuple] = {}  # delta -> (info, P, LO, HI), each (len(dims), H + 1)
+
+    def solve(dl: float) -> None:
+        at[dl] = _finite_d_at(problem, dl, H, dims, angles, m0s, flip, swap, opts, tick)
+
     try:
-        for i, dl in enumerate(grid):
-            pr = problem.replace(delta=dl, steps=H)
-            info: dict[str, Any]
-            info = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None, "m_star": None,
-                    "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
-            try:
-                r = dmft(pr, bias_check=False, **opts)
-                if tick:
-                    tick()
-                if r.status != "ok":
-                    raise DivergenceError(f"the DMFT did not reach t = {H} "
-                                          f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
-                curves = []
-                for ang in angles:
-                    u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
-                    curves.append((ang, capture_curve(pr, H, m0s, direction=u, on_solve=tick, **opts)))
-            except DivergenceError as err:
-                info["error"] = str(err).splitlines()[0]
-                per.append(info)
-                continue
-            V = np.asarray(r.V_eff, dtype=float)
-            V_se = np.asarray(r.stderr["V_eff"], dtype=float)
-            tm = int(r.hard_reliable_until)  # type: ignore[arg-type]  # set by every solve with a hard process
-            spreads, ray_info = [], []
-            for ang, c in curves:
-                ms = c.m_star[H]
-                reps = [q[H] for q in c.m_star_replicas if q[H] is not None]
-                spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
-                ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1]})
-            finite = [v for v in spreads if math.isfinite(v)]
-            spread = max(finite) if finite else math.nan
-            info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
-                        v_stderr=float(V_se[tm, 0, 0]) if problem.m == 1 else math.nan, V=V[tm].tolist(),
-                        t_match=tm, m_star=ray_info[0]["m_star"], rays=ray_info, m_star_spread=spread,
-                        noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
-            per.append(info)
-            for j, d in enumerate(dims):
-                P[i, j], LO[i, j], HI[i, j] = capture_probabilities(curves, flip, swap, V, V_se, tm, d)
+        for dl in grid:
+            solve(dl)
+        for j in range(len(dims)):  # root finding on P(capture by H) = 1/2 at each d (P is smooth in delta)
+            for _ in range(refine):
+                xs = sorted(x for x in at if not at[x][0]["error"])
+                ys = [float(at[x][1][j, H]) for x in xs]
+                i = crossing_index(ys)
+                if i is None:
+                    break
+                (x0, f0), (x1, f1) = (xs[i], ys[i] - 0.5), (xs[i + 1], ys[i + 1] - 0.5)
+                if x1 - x0 <= FINITE_D_REFINE_TOL * x1:
+                    break
+                c = x0 - f0 * (x1 - x0) / (f1 - f0) if f1 != f0 else 0.5 * (x0 + x1)
+                solve(float(min(max(c, x0 + 0.1 * (x1 - x0)), x1 - 0.1 * (x1 - x0))))  # a safeguarded secant
     finally:
         if bar:
             bar.close()
+    deltas = tuple(sorted(at))
+    P = np.stack([at[x][1] for x in deltas])
+    LO = np.stack([at[x][2] for x in deltas])
+    HI = np.stack([at[x][3] for x in deltas])
+    per = [at[x][0] for x in deltas]
     mids, esc = [], []
     ok = [i for i, q in enumerate(per) if not q["error"]]
     for j, d in enumerate(dims):
-        x = [grid[i] for i in ok]
+        x = [deltas[i] for i in ok]
         m, a, b = (crossing(x, [arr[i, j, H] for i in ok]) for arr in (P, HI, LO))
+        err = math.nan
+        y = [float(P[i, j, H]) - 0.5 for i in ok]
+        k = crossing_index(y, 0.0)
+        if m is not None and k is not None:
+            err = interpolation_error(m, (x[k], y[k]), (x[k + 1], y[k + 1]), list(zip(x, y)))
+        widen = err if math.isfinite(err) else 0.0
         note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
         mids.append({"d": d, "horizon": H, "midpoint": math.nan if m is None else m,
-                     "band": [math.nan if a is None else a, math.nan if b is None else b], "note": note})
+                     "band": [math.nan if a is None else a - widen, math.nan if b is None else b + widen],
+                     "interpolation_error": err, "note": note})
         for i in ok:
             t, early, late = (first_passage(arr[i, j]) for arr in (P, HI, LO))
-            esc.append({"delta": grid[i], "d": d, "t": t, "band": [early, late],
+            esc.append({"delta": deltas[i], "d": d, "t": t, "band": [early, late],
                         "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
     sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", swap)) if on) or "none"
     method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
@@ -656,7 +697,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
               f"by geometric interpolation of cos^2 = 1/2; {paths} paths in {replicas} replicas, seed {seed}; "
               "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
               "t_match = hard_reliable_until (docs/theory.md §3.2, §5; m = 1: P(chi2_1 > d m*^2 / v_eff)); band: "
-              "the replicas' m* and V_eff +- 2 se (not the rung interpolation); midpoint: linear interpolation of P in "
-              "delta; escape time: the first t with P >= 1/2")
-    return FiniteD(deltas=grid, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
+              "the replicas' m* and V_eff +- 2 se (not the rung interpolation), widened by the midpoint's "
+              "interpolation error; midpoint: the root of P(capture by the horizon) = 1/2, bracketed on the delta "
+              f"grid and refined by up to {refine} safeguarded secant steps per d (each a new delta with its own "
+              "DMFT runs), then the linear interpolation of P in the last bracket; escape time: the first t with "
+              "P >= 1/2")
+    return FiniteD(deltas=deltas, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
                    escape_time=tuple(esc), per_delta=tuple(per), method=method)

@@ -27,10 +27,11 @@ from .. import defaults
 from .._checks import Progress, check_int, check_number
 from ..dynamics import dmft, dmft_scan
 from ..errors import NoAnswer, TheorykitError
+from ..rules import interpolation_error
 from ..spectra.hessian import HessianLaw, hessian_prediction
 
 __all__ = ["DeltaNN", "DeltaStar", "HessianAt", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian",
-           "hessian_at", "interpolation_error", "law_at", "spectral_inapplicable"]
+           "hessian_at", "law_at", "spectral_inapplicable"]
 
 #: regula-falsi refinements per t after the grid
 THRESHOLD_REFINE = 2
@@ -52,8 +53,9 @@ class DeltaStar:
     margin: the DMFT did not reach t at that delta).  error: why this t has no value ("" when it has one): the
     margin does not change sign on the grid (with its trend), or the DMFT diverged where the sign changes; value,
     bracket and the prediction are then NaN.  dof: the degrees of freedom of stderr (replicas - 1);
-    interpolation_error: the root's error from interpolating linearly in the bracket (:func:`interpolation_error`);
-    interval95: Student's t on stderr widened by it (the paths and the grid, not the latent rule)."""
+    interpolation_error: the root's error from interpolating linearly in the bracket
+    (:func:`theorykit.rules.interpolation_error`); interval95: Student's t on stderr widened by it (the paths and
+    the grid, not the latent rule)."""
 
     t: int
     value: float
@@ -102,23 +104,6 @@ class DeltaStar:
         return cls(t=t, value=nan, stderr=nan, bracket=(nan, nan), edge=nan, outlier=nan, overlap2=nan,
                    truncation_n=None, unbounded=None, tried=tuple((float(x), float(y)) for x, y in tried),
                    method=method, error=error)
-
-
-def interpolation_error(value: float, lo: tuple, hi: tuple, tried) -> float:
-    """|value - the quadratic interpolation's root|: the root of the parabola through the bracket's ends lo = (a,
-    margin(a)), hi = (b, margin(b)) and the evaluated point nearest to the bracket outside it, against the linear
-    interpolation ``value`` (the secant's error, of order the margin's curvature x (b - a)^2).  NaN without a third
-    point or a parabola root in [a, b]."""
-    (a, fa), (b, fb) = lo, hi
-    others = [(x, f) for x, f in tried if math.isfinite(f) and not a <= x <= b]
-    if not others:
-        return math.nan
-    c, fc = min(others, key=lambda p: min(abs(p[0] - a), abs(p[0] - b)))
-    coef = np.polyfit([a, b, c], [fa, fb, fc], 2)
-    roots = [float(x.real) for x in np.roots(coef) if abs(x.imag) < 1e-12 and a <= x.real <= b]
-    if not roots:
-        return math.nan
-    return float(min(abs(x - value) for x in roots))
 
 
 def no_sign_change_reason(t: int, tried, grid) -> str:

@@ -56,7 +56,8 @@ def _case(args, case) -> dict:
     opts = dict(FINITE_D_OPTIONS.get(s, {}))
     if "m0s" in opts:
         opts["m0s"] = np.geomspace(*opts["m0s"])
-    fd = finite_d(_problem(s, deltas[0], horizon), deltas, ds, horizon, **{"paths": args.paths, "replicas": 4, **opts})
+    fd = finite_d(_problem(s, deltas[0], horizon), deltas, ds, horizon,
+                  **{"paths": args.paths, "replicas": 4, "refine": 0, **opts})  # P on the committed grid
     t_theory = time.time() - t0
     pred = {(e["delta"], e["d"]): e for e in fd.escape_time}
     info = {q["delta"]: q for q in fd.per_delta}
