@@ -250,3 +250,72 @@ def test_effective_overlap_covariance_inverts_the_propagator():
     v1 = effective_overlap_covariance(np.array([[[5.0]]]), np.array([[[-2.0]]]), np.array([[0.5]]),
                                       np.array([[[1.0]]]))
     assert v1[0, 0, 0] == pytest.approx(5.0 * 0.25 / 1.0)
+
+
+def test_median_start_midpoint_equals_the_ladders_root():
+    """The median start's root (two DMFT runs per delta) is the ladder's midpoint (16 runs per delta): P(capture by
+    T) = 1/2 exactly where the run from the median effective overlap sits at cos^2 = 1/2."""
+    from theorykit.thresholds import finite_d_midpoint
+
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    kw = dict(paths=1024, replicas=2)
+    ladder = finite_d(pr, [4.0, 16.0], [100], 10, refine=6, **kw).midpoints[0]
+    fm = finite_d_midpoint(pr, [100], 10, delta_range=(4.0, 16.0), **kw)
+    mid = fm.midpoints[0]
+    assert abs(mid["midpoint"] - ladder["midpoint"]) < 0.1
+    assert mid["band"][0] <= ladder["midpoint"] <= mid["band"][1]
+    assert mid["band"][0] < mid["midpoint"] < mid["band"][1] and mid["stderr"] > 0
+    # every delta evaluated has its escape time from the same run; the root finding stopped on its tolerance
+    assert len(fm.escape_time) == len(fm.evaluations) <= 12
+    near = min(fm.evaluations, key=lambda e: abs(e["delta"] - mid["midpoint"]))
+    assert abs(near["cos2"] - 0.5) < 0.05 and near["m_half"] == pytest.approx(math.sqrt(chi2.ppf(0.5, 1)
+                                                                                         * near["v_eff"] / 100))
+
+
+def test_median_start_refuses_what_it_cannot_answer_and_reports_a_range_without_the_root():
+    from theorykit.thresholds import finite_d_midpoint, median_start_applies
+
+    m2 = tk.Problem("gelu", "phase-retrieval", "square", 2, delta=10.0, eta=1.0, steps=1)
+    assert "width m = 1" in median_start_applies(m2)
+    assert median_start_applies(tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)) \
+        is None
+    with pytest.raises(tk.TheorykitError, match="width m = 1"):
+        finite_d_midpoint(m2, [100], 10)
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    with pytest.raises(tk.TheorykitError, match="delta_range"):
+        finite_d_midpoint(pr, [100], 10, delta_range=(5.0, 2.0))
+    fm = finite_d_midpoint(pr, [100], 3, delta_range=(1.5, 2.0), paths=1024, replicas=2)
+    mid = fm.midpoints[0]
+    assert math.isnan(mid["midpoint"]) and "below 1/2 over the whole delta_range" in mid["note"]
+
+
+def test_secant_root_finds_brackets_and_reports_one_sign():
+    from theorykit.rules import secant_root
+
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        return x ** 3 - 2.0
+
+    r = secant_root(f, 0.0, 4.0, tol=1e-6, max_evaluations=60)
+    assert abs(r.value - 2 ** (1 / 3)) < 1e-6 and r.side == 0 and len(calls) < 40
+    (a, fa), (b, fb) = r.bracket
+    assert fa * fb <= 0 and b - a <= 1e-6 or min(abs(fa), abs(fb)) == 0
+    none = secant_root(f, 2.0, 4.0, tol=1e-6, max_evaluations=60)
+    assert none.value is None and none.bracket is None and none.side == 1 and len(none.tried) == 2
+    capped = secant_root(f, 0.0, 4.0, tol=1e-12, max_evaluations=5)
+    assert len(capped.tried) == 5 and capped.value is not None
+    with pytest.raises(tk.TheorykitError, match="nan"):
+        secant_root(lambda x: math.nan, 0.0, 1.0, tol=1e-3, max_evaluations=5)
+
+
+def test_threshold_cli_horizon_without_deltas_uses_the_median_start(capsys):
+    argv = ["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", "--d", "100",
+            "--horizon", "10", "--delta-range", "4", "16", "--paths", "1024", "--replicas", "2", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    f = out["finite_d"][0]
+    assert f["d"] == 100 and 4 < f["midpoint"] < 16 and f["band"][0] < f["midpoint"] < f["band"][1]
+    assert "median start" in out["finite_d_info"]["method"]
+    assert len(out["escape_time"]) == len(out["finite_d_info"]["per_delta"])

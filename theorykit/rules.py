@@ -46,7 +46,8 @@ import numpy as np
 from ._checks import check_number
 from .errors import TheorykitError
 
-__all__ = ["crossing", "crossing_index", "first_passage", "interpolation_error", "Rule", "gauss_hermite",
+__all__ = ["crossing", "crossing_index", "first_passage", "interpolation_error", "secant_root", "Root", "Rule",
+           "gauss_hermite",
            "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
@@ -492,6 +493,66 @@ def interpolation_error(value: float, lo: tuple, hi: tuple, tried) -> float:
     if not roots:
         return math.nan
     return float(min(abs(x - value) for x in roots))
+
+
+@dataclass(frozen=True)
+class Root:
+    """A bracketed root of f (:func:`secant_root`).  value: the linear interpolation of f in the last bracket (None
+    without a bracket); bracket: ((a, f(a)), (b, f(b))) with a sign change, or None when f has one sign at both ends
+    (``side``: that sign, +1 or -1; 0 with a bracket); tried: every (x, f(x)) evaluated, in order."""
+
+    value: Optional[float]
+    bracket: Optional[tuple]
+    tried: tuple
+    side: int = 0
+
+
+def secant_root(f: Callable[[float], float], lo: float, hi: float, *, tol: float, max_evaluations: int,
+                f_lo: Optional[float] = None, f_hi: Optional[float] = None) -> Root:
+    """The root of f in [lo, hi] by a safeguarded secant (Illinois: an end kept twice has its f halved for the next
+    step; every new point at least a tenth of the bracket inside it), until the bracket is narrower than ``tol`` or
+    ``max_evaluations`` calls of f (the ends included, unless given as ``f_lo``, ``f_hi``).  The one bracketed root
+    finder of the package for expensive, smooth f (finite-d midpoints).  A NaN value of f raises TheorykitError."""
+    tried: list[tuple[float, float]] = []
+    calls = 0
+
+    def ev(x: float) -> float:
+        nonlocal calls
+        calls += 1
+        y = float(f(x))
+        if not math.isfinite(y):
+            raise TheorykitError(f"the function whose root is sought is {y} at {x:.6g}")
+        tried.append((x, y))
+        return y
+
+    a, b = float(lo), float(hi)
+    fa = ev(a) if f_lo is None else float(f_lo)
+    fb = ev(b) if f_hi is None else float(f_hi)
+    if f_lo is not None:
+        tried.append((a, fa))
+    if f_hi is not None:
+        tried.append((b, fb))
+    if fa * fb > 0 or fa == fb:
+        return Root(None, None, tuple(tried), side=1 if fa > 0 else -1)
+    sa, sb = fa, fb  # the (Illinois-scaled) values the secant uses
+    kept = 0  # +1: a was kept last step, -1: b was
+    while b - a > tol and calls < max_evaluations and fa != 0 and fb != 0:
+        c = a - sa * (b - a) / (sb - sa) if sb != sa else 0.5 * (a + b)
+        w = b - a
+        c = min(max(c, a + 0.1 * w), b - 0.1 * w)
+        fc = ev(c)
+        if fc * fa > 0:
+            a, fa, sa = c, fc, fc
+            if kept == -1:
+                sb *= 0.5
+            kept = -1
+        else:
+            b, fb, sb = c, fc, fc
+            if kept == 1:
+                sa *= 0.5
+            kept = 1
+    value = a - fa * (b - a) / (fb - fa) if fb != fa else 0.5 * (a + b)
+    return Root(float(value), ((a, fa), (b, fb)), tuple(tried))
 
 
 def first_passage(y: Sequence[float], level: float = 0.5) -> Optional[int]:

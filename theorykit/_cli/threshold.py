@@ -75,13 +75,16 @@ def add_parser(sub):
                    help="the deltas of gamma(delta) (default: the scan's grid)")
     p.add_argument("--horizon", type=integer(1), default=None, metavar="T",
                    help="with --d: GD at each d by this many steps (width 1 or 2): the midpoint delta_1/2(d, T) where "
-                        "P(capture) = 1/2 and the escape times t_1/2(delta, d), from a capture ladder of nonlinear "
-                        "DMFT runs per delta and ray of initial-overlap directions (docs/theory.md §5)")
+                        "P(capture) = 1/2 and the escape times t_1/2(delta, d) (docs/theory.md §5). Width 1 with a "
+                        "link even along its hard direction and no --horizon-deltas: root finding in --delta-range "
+                        "on the DMFT run from the median effective initial overlap (two runs per delta); otherwise a "
+                        "capture ladder of nonlinear DMFT runs per delta and ray of initial-overlap directions")
     p.add_argument("--rays", type=integer(2, 64), default=None, metavar="K",
                    help="with --horizon and --width 2: rays of initial-overlap directions per delta, on the circle's "
                         "fundamental domain under the problem's symmetries (default 5)")
     p.add_argument("--horizon-deltas", type=positive_float, nargs="+", default=None, dest="horizon_deltas",
-                   metavar="D", help="the deltas of the finite-d answers (default: the scan's grid)")
+                   metavar="D", help="the deltas of the finite-d answers, from the capture ladder: P(capture) at each "
+                   "(default: the midpoint alone by root finding where it applies, else the scan's grid)")
     return p
 
 
@@ -179,11 +182,20 @@ def run(args) -> dict:
     if args.horizon is not None:
         import numpy as np
 
-        from ..thresholds import FINITE_D_RAYS, finite_d
+        from ..thresholds import FINITE_D_RAYS, finite_d, finite_d_midpoint, median_start_applies
 
-        grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
-        fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas, seed=args.seed,
-                      rays=args.rays or FINITE_D_RAYS, progress=bool(args.progress)).as_dict()
+        if args.horizon_deltas is None and median_start_applies(problem) is None:
+            # the midpoint alone, by root finding from the median start (two DMFT runs per delta)
+            fm = finite_d_midpoint(problem, args.d, args.horizon, delta_range=(lo, hi), paths=args.paths,
+                                   replicas=args.replicas, seed=args.seed, progress=bool(args.progress)).as_dict()
+            evals = fm.pop("evaluations")
+            fd = {"deltas": sorted({e["delta"] for e in evals}), "d": fm["d"], "horizon": fm["horizon"],
+                  "per_delta": evals, "method": fm["method"], "finite_d": fm["finite_d"],
+                  "escape_time": fm["escape_time"]}
+        else:
+            grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
+            fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas,
+                          seed=args.seed, rays=args.rays or FINITE_D_RAYS, progress=bool(args.progress)).as_dict()
         out["finite_d"] = fd.pop("finite_d")
         out["escape_time"] = fd.pop("escape_time")
         out["finite_d_info"] = fd

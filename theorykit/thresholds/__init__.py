@@ -6,18 +6,23 @@
   (:func:`delta_dyn`); delta_NN where the Hessian is PSD;
 * :mod:`.capture` -- everything at a finite d: the capture threshold m*, its curve in t and growth rate, the one
   matched probability P(GD at d captures the hard direction by t), and :func:`finite_d` (midpoints delta_1/2(d, T),
-  escape times t_1/2(delta, d)).
+  escape times t_1/2(delta, d));
+* :mod:`.midpoint` -- delta_1/2(d, T) alone, fast, by root finding on the DMFT run from the median effective initial
+  overlap (m = 1, a link even along its hard direction): :func:`finite_d_midpoint`.
 """
 from ..defaults import THRESHOLD_PATHS, THRESHOLD_REPLICAS
 from .capture import (FINITE_D_RAYS, CaptureCurve, FiniteD, NotCaptured, capture_curve, capture_probabilities,
                       capture_threshold, finite_d, growth_rate)
 from .dynamical import DeltaDyn, delta_dyn
+from .midpoint import FiniteDMidpoint, finite_d_midpoint, median_start_applies
 from .spectral import (NN_FIRST_T, NN_POINTS, THRESHOLD_DELTA_RANGE, THRESHOLD_DIRECT_FROM_T, THRESHOLD_POINTS,
                        THRESHOLD_REFINE, DeltaNN, DeltaStar, HessianAt, delta_nn, delta_nn_from, delta_star,
                        geometric_times, hessian, hessian_at, law_at, spectral_inapplicable)
 
 __all__ = ["DeltaStar", "DeltaNN", "DeltaDyn", "FiniteD", "CaptureCurve", "NotCaptured", "delta_star", "delta_nn",
-           "delta_nn_from", "delta_dyn", "finite_d", "capture_threshold", "capture_curve", "growth_rate",
+           "delta_nn_from", "delta_dyn", "finite_d",
+           "finite_d_midpoint", "FiniteDMidpoint", "median_start_applies", "capture_threshold", "capture_curve",
+           "growth_rate",
            "capture_probabilities", "geometric_times", "hessian", "HessianAt", "law_at", "hessian_at",
            "spectral_inapplicable",
            "THRESHOLD_PATHS", "THRESHOLD_REPLICAS", "THRESHOLD_REFINE", "THRESHOLD_POINTS", "THRESHOLD_DELTA_RANGE",

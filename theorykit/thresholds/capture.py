@@ -31,8 +31,9 @@ from .. import defaults
 from .._checks import Progress, check_deltas, check_int
 from ..dynamics import dmft
 from ..dynamics.hard_process import hard_subspace_basis
+from ..dynamics.solver import HARD_RELIABLE_RSE
 from ..errors import DivergenceError, TheorykitError
-from ..rules import crossing, crossing_index, first_passage, interpolation_error
+from ..rules import crossing, crossing_index, first_passage, interpolation_error, secant_root
 
 #: capture_threshold flags its m* as noise-limited when M_T along e has a larger relative s.e. at a bracket end
 CAPTURE_NOISE_RSE = 0.25
@@ -505,6 +506,18 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
     return P, lo, hi
 
 
+def matching_time(V: np.ndarray, V_se: np.ndarray, rse: float = HARD_RELIABLE_RSE) -> int:
+    """t_match: the last t before the relative standard error of V_eff(t) (Frobenius norms; (T+1, m, m) arrays)
+    exceeds ``rse`` (docs/theory.md §3.2, "Matched prediction").  V_eff is the ratio of C_mu to the growth of the
+    initial overlap, in which the rare paths that make C_mu itself unreliable (``hard_reliable_until``) largely
+    cancel; noise keeps entering the hard overlap while it is linear, so the latest reliable V_eff is the one to
+    match."""
+    num = np.sqrt((np.asarray(V_se, dtype=float) ** 2).sum(axis=(-2, -1)))
+    den = np.sqrt((np.asarray(V, dtype=float) ** 2).sum(axis=(-2, -1)))
+    bad = np.flatnonzero(~(num <= rse * den))
+    return max(int(bad[0]) - 1, 0) if bad.size else len(den) - 1
+
+
 def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: bool, swap: bool, opts: dict,
                  tick) -> tuple:
     """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
@@ -529,7 +542,7 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: boo
         return info, P, LO, HI
     V = np.asarray(r.V_eff, dtype=float)
     V_se = np.asarray(r.stderr["V_eff"], dtype=float)
-    tm = int(r.hard_reliable_until)  # type: ignore[arg-type]  # set by every solve with a hard process
+    tm = matching_time(V, V_se)
     spreads, ray_info = [], []
     for ang, c in curves:
         ms = c.m_star[H]
@@ -652,17 +665,22 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         for dl in grid:
             solve(dl)
         for j in range(len(dims)):  # root finding on P(capture by H) = 1/2 at each d (P is smooth in delta)
-            for _ in range(refine):
-                xs = sorted(x for x in at if not at[x][0]["error"])
-                ys = [float(at[x][1][j, H]) for x in xs]
-                i = crossing_index(ys)
-                if i is None:
-                    break
-                (x0, f0), (x1, f1) = (xs[i], ys[i] - 0.5), (xs[i + 1], ys[i + 1] - 0.5)
-                if x1 - x0 <= FINITE_D_REFINE_TOL * x1:
-                    break
-                c = x0 - f0 * (x1 - x0) / (f1 - f0) if f1 != f0 else 0.5 * (x0 + x1)
-                solve(float(min(max(c, x0 + 0.1 * (x1 - x0)), x1 - 0.1 * (x1 - x0))))  # a safeguarded secant
+            xs = sorted(x for x in at if not at[x][0]["error"])
+            ys = [float(at[x][1][j, H]) - 0.5 for x in xs]
+            i = crossing_index(ys, 0.0)
+            if refine and i is not None and min(abs(ys[i]), abs(ys[i + 1])) > 0:
+
+                def f(x: float, j: int = j) -> float:
+                    solve(x)
+                    if at[x][0]["error"]:
+                        raise DivergenceError(at[x][0]["error"])
+                    return float(at[x][1][j, H]) - 0.5
+
+                try:
+                    secant_root(f, xs[i], xs[i + 1], f_lo=ys[i], f_hi=ys[i + 1], tol=FINITE_D_REFINE_TOL * xs[i + 1],
+                                max_evaluations=refine)
+                except TheorykitError:
+                    pass  # a failed delta keeps its error (per_delta) or its NaN P; the midpoint comes from the rest
     finally:
         if bar:
             bar.close()
@@ -696,7 +714,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
               f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric) to t = {H}, m*(t; u) "
               f"by geometric interpolation of cos^2 = 1/2; {paths} paths in {replicas} replicas, seed {seed}; "
               "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
-              "t_match = hard_reliable_until (docs/theory.md §3.2, §5; m = 1: P(chi2_1 > d m*^2 / v_eff)); band: "
+              "t_match = the last t with V_eff known to 5% (docs/theory.md §3.2, §5; m = 1: "
+              "P(chi2_1 > d m*^2 / v_eff)); band: "
               "the replicas' m* and V_eff +- 2 se (not the rung interpolation), widened by the midpoint's "
               "interpolation error; midpoint: the root of P(capture by the horizon) = 1/2, bracketed on the delta "
               f"grid and refined by up to {refine} safeguarded secant steps per d (each a new delta with its own "

@@ -1,0 +1,246 @@
+"""The finite-d midpoint delta_1/2(d, T) by root finding on one DMFT run per delta (docs/theory.md §5, "At your d
+and horizon", the median start).
+
+For width m = 1 and a link even along its hard direction, the matched prediction of :mod:`.capture` is
+P(capture by T) = P(chi2_1 > d m*(T)^2 / v_eff).  It equals 1/2 exactly when m*(T) equals the median effective
+initial overlap
+
+    m_1/2(delta, d) = sqrt(q_1/2 v_eff(t_match) / d),      q_1/2 = the median of chi2_1,
+
+that is, when the nonlinear DMFT started from M0 = m_1/2 e sits at cos^2 = 1/2 at the horizon.  So the midpoint is
+the root in delta of
+
+    g(delta) = cos^2_T(delta; M0 = m_1/2(delta, d) e) - 1/2,
+
+two DMFT runs per delta (the linear hard process for v_eff, then the run from m_1/2), instead of a ladder of m0 per
+delta: no interpolation between rungs, and about eight times fewer runs.  The same run gives the escape time
+t_1/2(delta, d), the first t with cos^2_t >= 1/2 (exact from t_match on, where v_eff is matched).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import defaults
+from .._checks import Progress, check_int
+from ..dynamics import dmft
+from ..dynamics.hard_process import hard_subspace_basis
+from ..errors import DivergenceError, TheorykitError
+from ..rules import crossing, first_passage, interpolation_error, secant_root
+from .capture import matching_time, overlap_cos2, symmetries
+
+#: the median of chi2_1 (scipy.stats.chi2.ppf(0.5, 1))
+CHI2_1_MEDIAN = 0.45493642311957283
+#: the root finding stops when the bracket is narrower than this fraction of delta
+MIDPOINT_TOL = 0.01
+#: the most deltas evaluated per d (two DMFT runs each)
+MIDPOINT_MAX_EVALUATIONS = 12
+#: the step in ln m0 of the extra run that measures d cos^2 / d ln m0 (v_eff's error in the band)
+SLOPE_STEP = 0.25
+
+
+@dataclass(frozen=True)
+class FiniteDMidpoint:
+    """delta_1/2(d, T) from the median start (docs/theory.md §5): per d, the root of g(delta) = cos^2_T - 1/2.
+
+    midpoints: [{d, horizon, midpoint, band [lo, hi], stderr, interpolation_error, note}]; escape_time: [{delta, d, t,
+    band [early, late], note}] at every delta evaluated; evaluations: [{delta, d, v_eff, v_stderr, t_match, m_half,
+    cos2 (at the horizon), cos2_stderr, error}] in the order evaluated; method: how it was computed."""
+
+    ds: tuple
+    horizon: int
+    midpoints: tuple
+    escape_time: tuple
+    evaluations: tuple
+    method: str
+
+    def as_dict(self) -> dict:
+        return {"d": list(self.ds), "horizon": self.horizon, "finite_d": list(self.midpoints),
+                "escape_time": list(self.escape_time), "evaluations": list(self.evaluations), "method": self.method}
+
+
+def median_start_applies(problem) -> Optional[str]:
+    """None when :func:`finite_d_midpoint` applies to ``problem``; else the reason (one line)."""
+    if problem.m != 1:
+        return f"the median start is built for width m = 1 (got m = {problem.m}): use finite_d's ladder"
+    if hard_subspace_basis(problem.link_obj).shape[1] == 0:
+        return "this link has no hard direction: nothing to capture"
+    if not symmetries(problem)[0]:
+        return ("the link is not even along its hard direction, so P(capture) averages two signs of the start and "
+                "is not 1/2 at one start: use finite_d's ladder")
+    return None
+
+
+def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), paths: int = defaults.THRESHOLD_PATHS,
+                      replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED,
+                      progress: bool = False) -> FiniteDMidpoint:
+    """The midpoint delta_1/2(d, T) where P(GD at dimension d captures the hard direction by T) = 1/2.
+
+    Solves g(delta) = cos^2_T(delta; M0 = m_1/2 e) - 1/2 = 0 with m_1/2 = sqrt(q_1/2 v_eff(t_match) / d)
+    (docs/theory.md §5, "the median start"; the root of the matched prediction of §3.2 without a ladder), in ln delta
+    by a safeguarded secant (:func:`theorykit.rules.secant_root`) from the ends of ``delta_range`` until the bracket
+    is narrower than MIDPOINT_TOL of delta.  Common random numbers (one seed for every run) make g smooth in delta.
+
+    Parameters
+    ----------
+    problem : Problem
+        Width m = 1, a link even along its hard direction, constant steps, no M0 (delta and steps are replaced).
+    ds : sequence of int
+        The dimensions d >= 1.
+    horizon : int
+        The horizon T >= 1.
+    delta_range : (float, float)
+        The bracket (lo, hi), 0 < lo < hi; a midpoint outside it is reported as such in ``note``.
+    paths, replicas, seed : int
+        The DMFT's.
+    progress : bool
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    FiniteDMidpoint
+        Per d the midpoint with its band: +- 2 standard errors (the root of each replica's own cos^2 - 1/2 across
+        the deltas evaluated, spread / sqrt(replicas)), plus the shift that v_eff +- 2 standard errors cause
+        (through d cos^2 / d ln m0, one more run), plus the last bracket's interpolation error
+        (:func:`theorykit.rules.interpolation_error`).
+
+    Raises
+    ------
+    TheorykitError
+        Not a Problem; width m != 1; a link not even along its hard direction; a schedule or an M0; bad ds, horizon
+        or delta_range.
+
+    Examples
+    --------
+    >>> import theorykit as tk
+    >>> pp = tk.Problem("gelu", "phase-retrieval", delta=8.0, eta=1.0, steps=10)
+    >>> fm = tk.thresholds.finite_d_midpoint(pp, [100], 10, delta_range=(4.0, 16.0), paths=1024, replicas=2)
+    >>> [m["d"] for m in fm.midpoints], 4.0 <= fm.midpoints[0]["midpoint"] <= 16.0
+    ([100], True)
+    """
+    from ..problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TheorykitError(f"finite_d_midpoint takes a theorykit.Problem, got {type(problem).__name__}")
+    why = median_start_applies(problem)
+    if why:
+        raise TheorykitError(why)
+    if problem.schedule is not None or problem.M0 is not None:
+        raise TheorykitError("finite_d_midpoint needs constant-step GD from a random start (a Problem with eta, "
+                             "without M0)")
+    try:
+        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
+    except TypeError:
+        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
+    if not dims:
+        raise TheorykitError("ds must hold at least one dimension d")
+    H = check_int("horizon", horizon, 1)
+    try:
+        lo, hi = (float(v) for v in delta_range)
+    except (TypeError, ValueError):
+        raise TheorykitError(f"delta_range must be two numbers lo < hi, got {delta_range!r}") from None
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise TheorykitError(f"delta_range must satisfy 0 < lo < hi, got {delta_range!r}")
+    e = hard_subspace_basis(problem.link_obj)[:, 0]
+    opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed, bias_check=False)
+    bar = (Progress(len(dims) * (2 * MIDPOINT_MAX_EVALUATIONS + 1), label="finite-d midpoint", unit="DMFT solves")
+           if progress else None)
+    tick = bar.tick if bar else (lambda: None)
+    hard: dict[float, tuple] = {}  # delta -> (v, v_se, t_match): the linear hard process, shared by every d
+
+    def veff(dl: float) -> tuple:
+        if dl not in hard:
+            r = dmft(problem.replace(delta=dl, steps=H), **opts)
+            tick()
+            if r.status != "ok":
+                raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} "
+                                      f"({r.diverged_at['hint']})")  # type: ignore[index]
+            V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
+            tm = matching_time(V, V_se)
+            hard[dl] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
+        return hard[dl]
+
+    def run(dl: float, m0: float) -> tuple:
+        """(cos^2 over t (mean), each replica's cos^2 over t)."""
+        r = dmft(problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e]), **opts)
+        tick()
+        if r.status != "ok":
+            raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} "
+                                  f"({r.diverged_at['hint']})")  # type: ignore[index]
+        return (overlap_cos2(r.M, r.C_theta_tt, e),
+                overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e))  # type: ignore[index]
+
+    mids, esc, evals = [], [], []
+    try:
+        for d in dims:
+            at: dict[float, tuple] = {}
+
+            def g(ln_dl: float, d: int = d, at: dict = at) -> float:
+                dl = float(math.exp(ln_dl))
+                v, v_se, tm = veff(dl)
+                m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
+                if not m_half < 1:
+                    raise TheorykitError(f"the median effective overlap at d = {d}, delta = {dl:.6g} is {m_half:.3g}"
+                                         " >= 1: d is too small for the matched prediction")
+                c, c_rep = run(dl, m_half)
+                at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
+                evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
+                              "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
+                                                                         / math.sqrt(len(c_rep))),
+                              "error": ""})
+                return float(c[H]) - 0.5
+
+            note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
+            try:
+                root = secant_root(g, math.log(lo), math.log(hi), tol=math.log1p(MIDPOINT_TOL),
+                                   max_evaluations=MIDPOINT_MAX_EVALUATIONS)
+            except DivergenceError as ex:
+                note = str(ex).splitlines()[0]
+                root = None
+            if root is not None and root.bracket is None:
+                note = (f"P(capture by {H}) is {'above' if root.side > 0 else 'below'} 1/2 over the whole "
+                        f"delta_range [{lo:g}, {hi:g}]: {'lower' if root.side > 0 else 'raise'} it")
+            elif root is not None:
+                (a, fa), (b, fb) = root.bracket
+                value = math.exp(root.value)
+                err = interpolation_error(root.value, (a, fa), (b, fb), root.tried)
+                err = abs(math.exp(root.value + err) - value) if math.isfinite(err) else math.nan
+                # replicas: the root of each replica's own cos^2 - 1/2 across every delta evaluated
+                xs = sorted(at)
+                per = [crossing([math.exp(x) for x in xs], [float(at[x][6][i, H]) for x in xs])
+                       for i in range(len(at[xs[0]][6]))]
+                ok = [v for v in per if v is not None]
+                se = float(np.std(ok, ddof=1) / math.sqrt(len(ok))) if len(ok) > 1 else math.nan
+                # v_eff's error: shifts m_1/2 by v_se / (2 v) in ln m0; d cos^2 / d ln m0 from one more run
+                near = a if abs(fa) <= abs(fb) else b
+                dl, v, v_se, _, m_half, c, _ = at[near]
+                c_up, _ = run(dl, m_half * math.exp(SLOPE_STEP))
+                slope_m = (float(c_up[H]) - float(c[H])) / SLOPE_STEP
+                slope_dl = (fb - fa) / (math.exp(b) - math.exp(a))
+                shift = abs(slope_m * (2 * v_se / (2 * v)) / slope_dl) if slope_dl != 0 else math.inf
+                widen = 2 * (se if math.isfinite(se) else 0.0) + shift + (err if math.isfinite(err) else 0.0)
+                band = [value - widen, value + widen]
+            mids.append({"d": d, "horizon": H, "midpoint": value, "band": band, "stderr": se,
+                         "interpolation_error": err, "note": note})
+            for ln_dl in sorted(at):
+                dl, *_, c, c_rep = at[ln_dl]
+                t = first_passage(c)
+                early, late = first_passage(c_rep.max(axis=0)), first_passage(c_rep.min(axis=0))
+                esc.append({"delta": dl, "d": d, "t": t, "band": [early, late],
+                            "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
+    finally:
+        if bar:
+            bar.close()
+    method = (f"median start (docs/theory.md §5): per d the root in delta of cos^2_T(M0 = m_1/2 e) = 1/2, m_1/2 = "
+              "sqrt(q_1/2 v_eff(t_match) / d) the median effective initial overlap, t_match the last t with v_eff "
+              f"known to 5%; a safeguarded secant in ln delta from [{lo:g}, {hi:g}] to {MIDPOINT_TOL:.0%} of delta; "
+              f"two DMFT runs per delta ({paths} paths in {replicas} replicas, seed {seed}; the hard process, then "
+              "the run from m_1/2); band: +- 2 standard errors of the root (each replica's own root across the "
+              "deltas evaluated), the shift from v_eff +- 2 se (through d cos^2/d ln m0, one more run) and the last "
+              "bracket's interpolation error; escape time: the first t with cos^2_t >= 1/2 from m_1/2 (band: the "
+              "replicas' highest and lowest cos^2)")
+    return FiniteDMidpoint(ds=dims, horizon=H, midpoints=tuple(mids), escape_time=tuple(esc),
+                           evaluations=tuple(evals), method=method)
