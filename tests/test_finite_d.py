@@ -319,3 +319,24 @@ def test_threshold_cli_horizon_without_deltas_uses_the_median_start(capsys):
     assert f["d"] == 100 and 4 < f["midpoint"] < 16 and f["band"][0] < f["midpoint"] < f["band"][1]
     assert "median start" in out["finite_d_info"]["method"]
     assert len(out["escape_time"]) == len(out["finite_d_info"]["per_delta"])
+
+
+def test_median_start_moves_a_bracket_end_where_the_dmft_diverges(monkeypatch):
+    """A lower end where the DMFT diverges (as x^2 phase retrieval at eta = 0.05 does at delta = 1) moves inwards
+    and is named in the note; the midpoint comes from the rest."""
+    from theorykit.errors import DivergenceError
+    from theorykit.thresholds import finite_d_midpoint, midpoint as mod
+
+    real = mod.dmft
+
+    def flaky(problem, **kw):
+        if problem.delta < 3.0:
+            raise DivergenceError("diverged at step 4 (test)")
+        return real(problem, **kw)
+
+    monkeypatch.setattr(mod, "dmft", flaky)
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    fm = finite_d_midpoint(pr, [100], 10, delta_range=(1.0, 16.0), paths=1024, replicas=2)
+    mid = fm.midpoints[0]
+    assert 4.0 < mid["midpoint"] < 16.0 and "delta = 1: diverged at step 4" in mid["note"]
+    assert min(e["delta"] for e in fm.evaluations) >= 3.0

@@ -38,6 +38,8 @@ CHI2_1_MEDIAN = 0.45493642311957283
 MIDPOINT_TOL = 0.01
 #: the most deltas evaluated per d (two DMFT runs each)
 MIDPOINT_MAX_EVALUATIONS = 12
+#: how often a bracket end whose DMFT diverges is moved halfway towards the other
+END_RETRIES = 3
 #: the step in ln m0 of the extra run that measures d cos^2 / d ln m0 (v_eff's error in the band)
 SLOPE_STEP = 0.25
 
@@ -194,15 +196,39 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 return float(c[H]) - 0.5
 
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
+            a0, b0, f_a, f_b, skipped = math.log(lo), math.log(hi), None, None, []
+            root = None
             try:
-                root = secant_root(g, math.log(lo), math.log(hi), tol=math.log1p(MIDPOINT_TOL),
-                                   max_evaluations=MIDPOINT_MAX_EVALUATIONS)
+                # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves halfway in, at most
+                # END_RETRIES times; the failures are named in the note
+                for _ in range(END_RETRIES + 1):
+                    try:
+                        f_a = g(a0)
+                        break
+                    except DivergenceError as ex:
+                        skipped.append(f"delta = {math.exp(a0):.4g}: {str(ex).splitlines()[0]}")
+                        a0 = 0.5 * (a0 + b0)
+                for _ in range(END_RETRIES + 1):
+                    if f_a is None:
+                        break
+                    try:
+                        f_b = g(b0)
+                        break
+                    except DivergenceError as ex:
+                        skipped.append(f"delta = {math.exp(b0):.4g}: {str(ex).splitlines()[0]}")
+                        b0 = 0.5 * (a0 + b0)
+                if f_a is not None and f_b is not None:
+                    root = secant_root(g, a0, b0, f_lo=f_a, f_hi=f_b, tol=math.log1p(MIDPOINT_TOL),
+                                       max_evaluations=MIDPOINT_MAX_EVALUATIONS - 2)
             except DivergenceError as ex:
-                note = str(ex).splitlines()[0]
-                root = None
+                skipped.append(str(ex).splitlines()[0])
+            if skipped:
+                note = ("the DMFT diverged at " + "; ".join(skipped)
+                        + ("" if root is not None else " (no midpoint)"))
             if root is not None and root.bracket is None:
                 note = (f"P(capture by {H}) is {'above' if root.side > 0 else 'below'} 1/2 over the whole "
-                        f"delta_range [{lo:g}, {hi:g}]: {'lower' if root.side > 0 else 'raise'} it")
+                        f"delta_range [{math.exp(a0):.4g}, {math.exp(b0):.4g}]: "
+                        f"{'lower' if root.side > 0 else 'raise'} it" + (f" ({note})" if note else ""))
             elif root is not None:
                 (a, fa), (b, fb) = root.bracket
                 value = math.exp(root.value)
