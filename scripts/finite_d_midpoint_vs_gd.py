@@ -70,7 +70,7 @@ def main(argv=()):
                      "theory_stderr": m["stderr"], "theory_seconds": wall, "dmft_runs": 2 * len(fm.evaluations) + 1,
                      "gd": gd, "gd_stderr": gd_se, "gd_runs": len(ok),
                      "gd_fractions": " ".join(f"{k:g}:{v:.2f}" for k, v in frac.items()),
-                     "difference": m["midpoint"] - gd})
+                     "difference": m["midpoint"] - gd, "note": m["note"]})
         print(rows[-1], flush=True)
     lines = ["| setting | d | horizon | theory delta_1/2 [band] | theory s | DMFT runs | GD delta_1/2 ± se | "
              "theory - GD | GD success fraction by delta |", "|---|---|---|---|---|---|---|---|---|"]
@@ -79,6 +79,8 @@ def main(argv=()):
                      f"{r['horizon']} | {r['theory']:.3f} [{r['theory_low']:.3f}, {r['theory_high']:.3f}] | "
                      f"{r['theory_seconds']:.0f} | {r['dmft_runs']} | {r['gd']:.2f} ± {r['gd_stderr']:.2f} | "
                      f"{r['difference']:+.2f} | {r['gd_fractions']} |")
+        if r["note"]:
+            lines.append(f"|  | note: {r['note']} |  |  |  |  |  |  |  |")
     header = [f"GD: {SEEDS} seeds per delta (tables/raw/finite_d_midpoint_gd_<setting>.csv), logistic maximum-"
               "likelihood midpoint ± bootstrap s.e.  Theory: finite_d_midpoint's defaults (16384 paths in 4 "
               "replicas), its band and its wall time here (other work may have shared the 2 CPUs)."]

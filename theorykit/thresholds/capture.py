@@ -506,6 +506,17 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
     return P, lo, hi
 
 
+def check_dims(ds) -> tuple:
+    """The dimensions d >= 1 of a finite-d question, sorted and distinct (at least one)."""
+    try:
+        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
+    except TypeError:
+        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
+    if not dims:
+        raise TheorykitError("ds must hold at least one dimension d")
+    return dims
+
+
 def matching_time(V: np.ndarray, V_se: np.ndarray, rse: float = HARD_RELIABLE_RSE) -> int:
     """t_match: the last t before the relative standard error of V_eff(t) (Frobenius norms; (T+1, m, m) arrays)
     exceeds ``rse`` (docs/theory.md §3.2, "Matched prediction").  V_eff is the ratio of C_mu to the growth of the
@@ -636,12 +647,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     if hard_subspace_basis(problem.link_obj).shape[1] == 0:
         raise TheorykitError("this link has no hard direction: nothing to capture")
     grid = tuple(sorted(float(v) for v in check_deltas(deltas, at_least=1)))
-    try:
-        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
-    except TypeError:
-        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
-    if not dims:
-        raise TheorykitError("ds must hold at least one dimension d")
+    dims = check_dims(ds)
     H = check_int("horizon", horizon, 1)
     rays = check_int("rays", rays, 2)
     refine = check_int("refine", refine, 0, 20)

@@ -30,7 +30,7 @@ from ..dynamics import dmft
 from ..dynamics.hard_process import hard_subspace_basis
 from ..errors import DivergenceError, TheorykitError
 from ..rules import crossing, first_passage, interpolation_error, secant_root
-from .capture import matching_time, overlap_cos2, symmetries
+from .capture import check_dims, matching_time, overlap_cos2, symmetries
 
 #: the median of chi2_1 (scipy.stats.chi2.ppf(0.5, 1))
 CHI2_1_MEDIAN = 0.45493642311957283
@@ -38,7 +38,7 @@ CHI2_1_MEDIAN = 0.45493642311957283
 MIDPOINT_TOL = 0.01
 #: the most deltas evaluated per d (two DMFT runs each)
 MIDPOINT_MAX_EVALUATIONS = 12
-#: how often a bracket end whose DMFT diverges is moved halfway towards the other
+#: how often a bracket end whose DMFT diverges is moved a quarter of the way (in ln delta) towards the other
 END_RETRIES = 3
 #: the step in ln m0 of the extra run that measures d cos^2 / d ln m0 (v_eff's error in the band)
 SLOPE_STEP = 0.25
@@ -133,12 +133,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     if problem.schedule is not None or problem.M0 is not None:
         raise TheorykitError("finite_d_midpoint needs constant-step GD from a random start (a Problem with eta, "
                              "without M0)")
-    try:
-        dims = tuple(sorted({check_int("d", v, 1) for v in ds}))
-    except TypeError:
-        raise TheorykitError(f"ds must be a list of integers d >= 1, got {ds!r}") from None
-    if not dims:
-        raise TheorykitError("ds must hold at least one dimension d")
+    dims = check_dims(ds)
     H = check_int("horizon", horizon, 1)
     try:
         lo, hi = (float(v) for v in delta_range)
@@ -199,15 +194,15 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             a0, b0, f_a, f_b, skipped = math.log(lo), math.log(hi), None, None, []
             root = None
             try:
-                # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves halfway in, at most
-                # END_RETRIES times; the failures are named in the note
+                # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves a quarter of the way
+                # in, at most END_RETRIES times; the failures are named in the note
                 for _ in range(END_RETRIES + 1):
                     try:
                         f_a = g(a0)
                         break
                     except DivergenceError as ex:
                         skipped.append(f"delta = {math.exp(a0):.4g}: {str(ex).splitlines()[0]}")
-                        a0 = 0.5 * (a0 + b0)
+                        a0 = a0 + 0.25 * (b0 - a0)
                 for _ in range(END_RETRIES + 1):
                     if f_a is None:
                         break
@@ -216,7 +211,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                         break
                     except DivergenceError as ex:
                         skipped.append(f"delta = {math.exp(b0):.4g}: {str(ex).splitlines()[0]}")
-                        b0 = 0.5 * (a0 + b0)
+                        b0 = b0 - 0.25 * (b0 - a0)
                 if f_a is not None and f_b is not None:
                     root = secant_root(g, a0, b0, f_lo=f_a, f_hi=f_b, tol=math.log1p(MIDPOINT_TOL),
                                        max_evaluations=MIDPOINT_MAX_EVALUATIONS - 2)
