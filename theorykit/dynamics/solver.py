@@ -65,8 +65,8 @@ from .hard_process import hard_subspace_basis
 from .numerics import DMFTNumerics
 from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, Plan, make_plan
 from .result import DMFTResult
-from .sample_side import DIVERGENCE_LIMIT, EXCLUDED_LIMIT, NEGLIGIBLE_NODE, PATH_LIMIT, UNSTABLE_BOUND, excluded_limit, \
-    solve_once
+from .sample_side import (DIVERGENCE_LIMIT, NEGLIGIBLE_NODE, PATH_LIMIT, UNSTABLE_BOUND,
+                          excluded_limit, solve_once)
 
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
 HARD_RELIABLE_RSE = 0.05
@@ -674,21 +674,22 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
     d : int, optional
         The dimension of a finite problem (n = delta d samples): paths beyond the latent 1/n quantile whose
         single-sample dynamics is unstable are excluded, as a sample of n points holds none of them (the 1/n
-        truncation of :func:`theorykit.rules.below_quantile`, as the Hessian theory's with d); ``settings["truncation"]``
-        records n and the latent radius beyond which paths may go.  Without d (the d -> infinity DMFT) a divergence
-        is checked by re-solving with the latent tail truncated at n = DMFT_REACH (``theorykit.defaults``) up to twice
-        its step: if that passes it, the divergence is driven by paths no sample of realistic size holds, and the
-        status is "unreliable" (not a GD instability) with the reason in ``diverged_at``.
+        truncation of :func:`theorykit.rules.below_quantile`, as the Hessian theory's with d);
+        ``settings["truncation"]`` records n and the latent radius beyond which paths may go.  Without d (the
+        d -> infinity DMFT) a divergence is checked by re-solving with the latent tail truncated at n = DMFT_REACH
+        (``theorykit.defaults``) up to twice its step: if that passes it, the divergence is driven by paths no sample
+        of realistic size holds, and the status is "unreliable" (not a GD instability) with the reason in
+        ``diverged_at``.
 
     Returns
     -------
     DMFTResult
         Replica means, with T + 1 time points reached, k latent dimensions, m the width and kH hard directions:
         ``status`` ("ok"; "diverged", with ``diverged_at``: GD's instability; or "unreliable", with ``diverged_at``:
-        the DMFT diverged through paths beyond the latent 1/n quantile of n = DMFT_REACH samples), ``t`` (T+1,), ``M`` (T+1, k, m), ``gram``
-        (T+1, m, m) = M^T M + C_theta(t, t), ``train_loss`` and ``test_loss`` (T+1,), ``C_theta_tt`` (T+1, m, m),
-        ``C_mu`` (T+1, kH, m, m), ``D_tail`` (T+1, 4), ``stderr`` (the same keys -> standard errors over replicas),
-        ``kernels`` (with ``kernels=True``), ``settings``.
+        the DMFT diverged through paths beyond the latent 1/n quantile of n = DMFT_REACH samples), ``t`` (T+1,),
+        ``M`` (T+1, k, m), ``gram`` (T+1, m, m) = M^T M + C_theta(t, t), ``train_loss`` and ``test_loss`` (T+1,),
+        ``C_theta_tt`` (T+1, m, m), ``C_mu`` (T+1, kH, m, m), ``D_tail`` (T+1, 4), ``stderr`` (the same keys ->
+        standard errors over replicas), ``kernels`` (with ``kernels=True``), ``settings``.
 
     Raises
     ------
