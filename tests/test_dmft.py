@@ -438,3 +438,79 @@ def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
         dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=1, paths=2048, replicas=2, latent="gauss-legendre")
     smooth = dmft("gelu", "z**2", "square", 1, delta=4.0, eta=1.0, steps=1, paths=2048, replicas=2)
     assert smooth.settings["latent"] == "gauss-hermite" and "e-1" in smooth.method["latent_auto"]
+
+
+# ------------------------------------------------------------------------------------------------ rare paths
+# (issue: sigma = x + x^2/2, y = z^2, delta = 8.23, eta = 0.5 diverged at step 6 with "GD is unstable, eta <~ 0.00219",
+# while simulate at d = 400 and 1600 ran past step 38 in every seed: the blow-up came from paths at latent |z| >= 4.2,
+# unstable as single samples, which no sample of realistic size holds)
+RARE = dict(activation="x + 0.5*x**2", link="phase-retrieval", loss="square", delta=8.23, steps=200, paths=8192,
+            replicas=2, processes=1)
+
+
+def test_divergence_through_rare_paths_is_unreliable_not_gd_instability():
+    r = dmft(**RARE, eta=0.5)
+    assert r.status == "unreliable" and r.diverged_at["step"] == 6
+    hint = r.diverged_at["hint"]
+    assert hint.startswith("DMFT unreliable: driven by paths beyond the 1/n quantile at step 6")
+    assert "GD is unstable" not in hint and "eta <~" not in hint and len(hint.splitlines()) == 1
+    rare = r.diverged_at["rare_paths"]
+    assert rare["n"] == 10_000 and 0 < rare["weight"] < 1e-4 and rare["latent_radius"] > 4
+    assert rare["truncated_diverged_at"] is None and rare["truncated_reaches"] == 12
+    assert len(r.t) == 6 and np.all(np.isfinite(r.gram))
+
+
+def test_genuine_instability_is_still_gd_unstable():
+    """eta = 5: GD diverges at step 2 in simulate too (d = 400); the truncated check diverges as early."""
+    r = dmft(**RARE, eta=5.0)
+    assert r.status == "diverged" and r.diverged_at["step"] == 2
+    assert "GD is unstable" in r.diverged_at["hint"] and "rare_paths" not in r.diverged_at
+
+
+def test_d_truncates_the_latent_tail_at_n_equal_delta_d():
+    """With d, unstable paths beyond the latent 1/n quantile (n = delta d) are excluded where they go unstable: the
+    solve passes step 6, and what it excluded weighs at most 1/n and is recorded."""
+    r = dmft(**RARE, eta=0.5, d=400)
+    tr = r.settings["truncation"]
+    assert tr["n"] == round(8.23 * 400) and tr["d"] == 400 and tr["latent_radius"] > 4
+    assert len(r.t) > 12 and 0 < r.settings["excluded_weight"] <= 1 / tr["n"]
+    assert "beyond the latent 1/n quantile (n = 3292:" in r.method["excluded"]
+    if r.status != "ok":  # a divergence with d given is the finite-n DMFT's own: GD's instability
+        assert r.status == "diverged" and "truncated" in r.diverged_at["hint"]
+
+
+def test_bounded_smooth_case_is_unchanged_by_the_truncation():
+    """GeLU on the sign link: no path is unstable, so d changes no number and the solve is ok."""
+    kw = dict(activation="gelu", link="sign-symmetric", delta=8.0, eta=1.0, steps=20, paths=4096, replicas=2,
+              processes=1)
+    a, b = dmft(**kw), dmft(**kw, d=400)
+    assert a.status == b.status == "ok" and a.settings["truncation"] is None
+    for key in ("M", "gram", "train_loss", "test_loss", "C_theta_tt", "C_mu"):
+        assert np.array_equal(getattr(a, key), getattr(b, key))
+
+
+@pytest.mark.parametrize("kw, msg", [(dict(d=0), "d must be an integer >= 1"),
+                                     (dict(d=1.5), "d must be an integer"),
+                                     (dict(d=10, reach=5), "give d or reach")])
+def test_bad_reach_is_refused(kw, msg):
+    from theorykit.dynamics.numerics import DMFTNumerics
+
+    with pytest.raises(TheorykitError, match=msg):
+        DMFTNumerics(**kw).checked(3)
+
+
+def test_cli_says_unreliable_with_its_own_exit_status(capsys):
+    from theorykit.cli import main
+
+    args = ["dmft", "--activation", "x + 0.5*x**2", "--link", "phase-retrieval", "--delta", "8.23", "--steps", "200",
+            "--paths", "8192", "--replicas", "2"]
+    assert main(args + ["--eta", "0.5"]) == 4
+    out = capsys.readouterr().out
+    assert "status: unreliable\nDMFT unreliable: driven by paths beyond the 1/n quantile at step 6" in out
+    assert "GD is unstable" not in out
+    assert main(args + ["--eta", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "status: diverged" in out and "GD is unstable" in out
+    assert main(args + ["--eta", "0.5", "--d", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "truncated at the 1/n quantile (n = 3292 = delta d, d = 400)" in out

@@ -327,3 +327,16 @@ def test_one_node_rules_have_no_error_estimate_but_the_trivial_rule_is_exact():
     assert rules.gauss_hermite(1).integrate(power(2)) == (0.0, math.inf)
     assert rules.gauss_legendre(1, 0, 1).integrate(power(1)) == (0.5, math.inf)
     assert rules.gauss_hermite(4, 0).integrate(lambda x: np.full(len(x), 2.0)) == (2.0, 0.0)
+
+
+def test_below_quantile_is_the_cumulative_weight_at_most_1_over_n():
+    v = np.array([3.0, 0.0, 1.0, 1.0, 2.0])
+    w = np.array([0.2, 0.1, 0.15, 0.15, 0.4])
+    tc = rules.below_quantile(v, w, 4)  # 1/n = 0.25: 0.0 (0.1) and one of the tied 1.0s (0.25)
+    assert tc.cut == 2 and tc.mask.tolist() == [False, True, True, False, False] and tc.weight == 0.25
+    assert tc.quantile == 1.0
+    tw = rules.below_quantile(v, w, 4, whole_ties=True)  # a tie group is never split
+    assert tw.cut == 1 and tw.mask.tolist() == [False, True, False, False, False] and tw.quantile == 1.0
+    assert rules.below_quantile(v, w, 1).cut == 5 and rules.below_quantile(v, w, 1).quantile == 3.0
+    with pytest.raises(TheorykitError, match="n must be >= 1"):
+        rules.below_quantile(v, w, 0)

@@ -47,6 +47,10 @@ DMFT_RESPONSE = "auto"
 DMFT_SEED = 0
 DMFT_JITTER = 1e-10
 DMFT_WINDOW = 0
+#: samples n of the finite sample whose latent tail beyond the 1/n quantile the d -> infinity DMFT's check of a
+#: divergence truncates (dmft without d: a divergence that the truncated solve passes is "unreliable", not GD's);
+#: 1 / EXCLUDED_LIMIT of theorykit.dynamics.sample_side, the excluded weight above which a solve counts as diverged
+DMFT_REACH = 10_000
 
 #: gradient-flow grid (flow_schedule and the dmft command's --eta0, --eta-max, --doubling-every)
 FLOW_ETA0 = 0.05

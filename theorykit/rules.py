@@ -30,7 +30,8 @@ Builders (every one validates its arguments with a one-line :class:`theorykit.er
 * :func:`sobol_normal` (n, dim, rng): scrambled Sobol points mapped to N(0, I_dim) by the inverse normal CDF.
 * :func:`monte_carlo_normal` (n, dim, rng): i.i.d. N(0, I_dim) draws, weights 1 / n.
 
-Helpers: :func:`weighted_quantiles` (inverted-CDF quantiles of a weighted sample), :func:`quantile_bins` and
+Helpers: :func:`weighted_quantiles` (inverted-CDF quantiles of a weighted sample), :func:`below_quantile` (the
+items of a weighted sample below its 1/n quantile: what a sample of n points does not hold), :func:`quantile_bins` and
 :func:`conditional_means` (binned E[feature | y], docs/theory.md §2).
 """
 from __future__ import annotations
@@ -49,7 +50,8 @@ from .errors import TheorykitError
 __all__ = ["crossing", "crossing_index", "first_passage", "interpolation_error", "secant_root", "Root", "Rule",
            "gauss_hermite",
            "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
-           "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "quantile_bins",
+           "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "below_quantile", "TailCut",
+           "quantile_bins",
            "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
 #: largest Gauss-Hermite order whose numpy weights are usable (numpy 2.x: at 371 nodes hermegauss's weights are all
@@ -400,6 +402,55 @@ def weighted_quantiles(values, weights, qs, *, kind: str = "quicksort") -> list:
     v, cw = v[order], np.cumsum(w[order])
     cw /= cw[-1]
     return [float(x) for x in v[np.minimum(np.searchsorted(cw, q), len(v) - 1)]]
+
+
+@dataclass(frozen=True, eq=False)
+class TailCut:
+    """The items of a weighted sample below its 1/n quantile (:func:`below_quantile`): ``order`` sorts the values
+    ascending (stable), ``cum`` is the cumulative weight along it, the first ``cut`` items of ``order`` lie below the
+    quantile, whose value is ``quantile`` (the first item kept; the largest value when none is)."""
+
+    order: np.ndarray
+    cum: np.ndarray
+    cut: int
+    quantile: float
+    n: int
+
+    @property
+    def mask(self) -> np.ndarray:
+        """(N,) True for the items below the quantile."""
+        out = np.zeros(len(self.order), bool)
+        out[self.order[:self.cut]] = True
+        return out
+
+    @property
+    def weight(self) -> float:
+        """Their total weight (at most 1/n of a normalised sample)."""
+        return float(self.cum[self.cut - 1]) if self.cut else 0.0
+
+
+def below_quantile(values, weights, n: int, *, whole_ties: bool = False) -> TailCut:
+    """The items of a weighted sample (weights summing to 1) below its 1/n quantile: those, in ascending order of
+    ``values``, whose cumulative weight stays at or below 1/n -- what a sample of n points drawn from the law holds
+    none of.  This is the one finite-n truncation: the Hessian law's at the 1/n quantile of lambda_min(D)
+    (:meth:`theorykit.spectra.hessian.HessianLaw.truncated`) and the DMFT's of its latent tail when d is given
+    (:func:`theorykit.dynamics.dmft`).  whole_ties: a group of tied values is never split (the cut moves back to the
+    group's start), e.g. the paths of one quadrature node."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if v.ndim != 1 or w.shape != v.shape or not len(v):
+        raise TheorykitError(f"below_quantile: values and weights must be 1-D of the same positive length, got "
+                             f"shapes {v.shape} and {w.shape}")
+    n = int(n)
+    if n < 1:
+        raise TheorykitError(f"below_quantile: n must be >= 1, got {n}")
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    cut = int(np.searchsorted(cum, 1.0 / n, side="right"))  # items whose cumulative weight stays below 1/n
+    if whole_ties and 0 < cut < len(order):
+        cut = int(np.searchsorted(v[order], v[order[cut]], side="left"))
+    q = float(v[order[cut]]) if cut < len(order) else float(v.max())
+    return TailCut(order=order, cum=cum, cut=cut, quantile=q, n=n)
 
 
 def quantile_bins(y, weights, bins: int, *, discrete_max: int = 64, digits: int = 12) -> np.ndarray:

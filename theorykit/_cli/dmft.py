@@ -1,8 +1,13 @@
 """theorykit dmft --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --delta D
 (--eta ETA --steps T | --flow-time TAU [--eta0 E0] [--eta-max EM] [--doubling-every K]) [--paths N]
 [--replicas R] [--ridge R] [--seed S] [--latent auto|gauss-hermite|gauss-legendre|monte-carlo] [--order Q]
-[--sampler sobol|random] [--response auto|stein|direct] [--kernels] [--bias-check auto|on|off]
+[--sampler sobol|random] [--response auto|stein|direct] [--kernels] [--bias-check auto|on|off] [--d DIM]
 [--progress] [--json]
+
+Status: ok; diverged (GD's instability, with a hint; exit status 0); unreliable (the d -> infinity DMFT diverged
+through paths beyond the latent 1/n quantile of a realistic sample, which no data set of that size holds: not a
+statement about GD; exit status 4, as for no answer).  With --d the paths beyond the 1/n quantile of n = delta d
+samples are truncated where unstable, as a finite sample would (settings.truncation).
 
 JSON keys: status, t, time, M, gram, train_loss, test_loss, stderr {same keys}, hard {C_mu, C_mu_stderr,
 reliable_until, ess}, D_tail [{t, min, q1e-5, q1e-4, q1e-3}], kernels {C_theta, R_theta, C_u, R_u (+ _stderr)} (with
@@ -66,6 +71,10 @@ def add_parser(sub):
     p.add_argument("--bias-check", default="auto", choices=["auto", "on", "off"],
                    help="also solve as many replicas with half the paths, report the finite-path bias ('bias') and "
                         "include it in the standard errors (auto: on with Stein's responses)")
+    p.add_argument("--d", type=integer(1), default=None,
+                   help="the dimension d >= 1 of a finite problem: unstable paths beyond the latent 1/n quantile "
+                        "(n = delta d) are truncated, as a sample of n points holds none of them (default: the "
+                        "d -> infinity DMFT)")
     add_initial_law_arguments(p)
     p.add_argument("--init", choices=["random", "spectral"], default="random",
                    help="random (the initial law --M0/--Sigma0, default 0 and I) or spectral: GD from the top "
@@ -106,7 +115,7 @@ def run(args) -> dict:
                paths=args.paths, replicas=args.replicas, latent=args.latent, order=args.order,
                sampler=args.sampler, response=args.response, seed=args.seed, kernels=args.kernels,
                bias_check={"auto": "auto", "on": True, "off": False}[args.bias_check],
-               progress=progress, **step)
+               progress=progress, d=args.d, **step)
     out = res.as_dict()
     hard = out.get("hard") or {}
     if hard.get("ess") is not None and not all(math.isfinite(v) for v in hard["ess"]):
@@ -115,6 +124,12 @@ def run(args) -> dict:
         hard["ess_note"] = ("null: no effective sample size of pathwise tangents here (with a kinked activation or "
                             "loss the hard process runs on Stein kernels instead of tangents)")
     return out
+
+
+def exit_status(r) -> int:
+    """4 (no answer) when the DMFT is unreliable (its divergence is driven by paths no realistic sample holds), else
+    0 (a diverged DMFT is an answer: GD is unstable)."""
+    return 4 if r["status"] == "unreliable" else 0
 
 
 def text(r) -> str:
@@ -147,7 +162,16 @@ def text(r) -> str:
                  + (", with the bias check's estimate of the finite-path bias added in quadrature" if s["bias_check"]
                     else "; not the O(1/paths) bias of each solve (bias check off: --bias-check on adds it)")
                  + "; never the latent rule or the time grid")
+    tr = s.get("truncation")
+    if tr:
+        radius = (f"latent radius >= {tr['latent_radius']:.3g}" if tr["latent_radius"] is not None else
+                  "no path of this latent rule")
+        lines.append(f"truncated at the 1/n quantile (n = {tr['n']}" + (f" = delta d, d = {tr['d']}" if tr["d"] else "")
+                     + f"): unstable paths beyond it ({radius}) excluded, as a sample of n points holds none of "
+                       f"them; excluded weight {s['excluded_weight']:.2g}"
+                     + (f" from step {s['excluded_first_step']}" if s["excluded_first_step"] is not None else ""))
     lines.append(f"status: {r['status']}")
     if r.get("diverged_at"):
-        lines.append(f"diverged: {r['diverged_at']['hint']}")
+        hint = r["diverged_at"]["hint"]
+        lines.append(hint if r["status"] == "unreliable" else f"diverged: {hint}")
     return "\n".join(lines)

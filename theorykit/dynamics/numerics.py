@@ -22,7 +22,8 @@ class DMFTNumerics:
     replicas, the latent rule (latent, order), the response estimator (response, response_paths, window, fine_lags),
     the Gaussian process' sampler and jitter, the seed, the parallel processes, what is kept (kernels, keep_law_at),
     the bias check, a common path exclusion (exclude), the start (init and the spectral_* options of the spectral
-    start), the innovations' horizon and whether the hard process is solved.
+    start), the innovations' horizon, whether the hard process is solved, and the finite sample whose latent tail is
+    truncated: d (n = delta d), or reach (n itself; the solver's own check of a divergence uses it).
 
     :meth:`checked` validates the options a solve of T steps needs before planning and returns them normalised;
     latent, response, window, sampler, bias_check and fine_lags are checked where 'auto' is resolved
@@ -52,6 +53,8 @@ class DMFTNumerics:
     horizon: Optional[int] = None
     hard_process: bool = True
     fine_lags: Any = "auto"
+    d: Optional[int] = None
+    reach: Optional[int] = None
 
     def checked(self, T: int) -> "DMFTNumerics":
         """These options checked for a solve of T GD steps (one-line errors), normalised: integers as int,
@@ -85,5 +88,9 @@ class DMFTNumerics:
         if not isinstance(self.hard_process, bool):
             raise TheorykitError(f"hard_process must be True or False, got {self.hard_process!r}")
         horizon = None if self.horizon is None else check_int("horizon", self.horizon, T)
+        d = None if self.d is None else check_int("d", self.d, 1)
+        reach = None if self.reach is None else check_int("reach", self.reach, 1)
+        if d is not None and reach is not None:
+            raise TheorykitError("give d or reach, not both")
         return replace(self, paths=paths, replicas=replicas, seed=seed, order=order, keep_law_at=tuple(keep),
-                       horizon=horizon, **spectral)
+                       horizon=horizon, d=d, reach=reach, **spectral)

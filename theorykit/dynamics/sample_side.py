@@ -13,7 +13,7 @@ from ..errors import TheorykitError
 from ..symbolic.network import Derivatives
 from .hard_process import hard_tangents
 from .parameter_side import ParameterSide
-from ..rules import monte_carlo_normal, sobol_normal, weighted_quantiles
+from ..rules import below_quantile, monte_carlo_normal, round_significant, sobol_normal, weighted_quantiles
 from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
 
 #: |r| or gram entries above this count as divergence
@@ -27,6 +27,28 @@ UNSTABLE_STEPS = 1
 NEGLIGIBLE_NODE = 1e-9
 #: total excluded probability weight above which the run counts as diverged
 EXCLUDED_LIMIT = 1e-4
+#: significant digits to which latent radii are compared (the mirrored nodes +-z of a rule are one tie group)
+RADIUS_DIGITS = 9
+
+
+def excluded_limit(reach=None) -> float:
+    """The excluded weight above which a solve counts as diverged: EXCLUDED_LIMIT, or with a finite-sample reach n
+    (paths beyond the latent 1/n quantile excludable, at most 1/n of the weight) max(EXCLUDED_LIMIT, 1/n), which
+    the excludable paths never exceed."""
+    return EXCLUDED_LIMIT if reach is None else max(EXCLUDED_LIMIT, 1.0 / reach)
+
+
+def beyond_reach(batch: "Batch", reach=None):
+    """(mask, radius): the paths a sample of ``reach`` points holds none of -- beyond the 1/reach quantile of the
+    latent tail, whole quadrature nodes at a time (:func:`theorykit.rules.below_quantile` on -|(z, eps)|), and the
+    smallest latent radius among them (inf if none); without a reach, the latent nodes of negligible probability
+    (< NEGLIGIBLE_NODE; Monte-Carlo latents: none)."""
+    if reach is None:
+        mask = batch.weight * batch.per_node < NEGLIGIBLE_NODE
+    else:
+        mask = below_quantile(-round_significant(batch.radius, RADIUS_DIGITS), batch.weight, reach,
+                              whole_ties=True).mask
+    return mask, (float(batch.radius[mask].min()) if mask.any() else math.inf)
 
 
 @dataclass
@@ -37,6 +59,7 @@ class Batch:
     rweight: np.ndarray  # (NR,) response-batch weights (sum to 1) for the first NR paths
     NR: int
     per_node: int       # w-paths per latent node (N for Monte-Carlo latents)
+    radius: np.ndarray  # (N,) latent norm |(z, eps)| of each path (the latent tail a finite sample truncates)
 
 
 def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int, n_mc: int, n_mc_resp: int,
@@ -63,7 +86,8 @@ def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int,
         P = n_mc
     z = lat[:, :k]
     eps = lat[:, k] if link.noisy else None
-    return Batch(z=np.ascontiguousarray(z), y=link.response(z, eps), weight=weight, rweight=rweight, NR=NR, per_node=P)
+    return Batch(z=np.ascontiguousarray(z), y=link.response(z, eps), weight=weight, rweight=rweight, NR=NR, per_node=P,
+                 radius=np.linalg.norm(lat, axis=1))
 
 
 TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
@@ -121,7 +145,7 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None,
-                horizon=None, hard_process=True, fine_lags=None) -> dict:
+                horizon=None, hard_process=True, fine_lags=None, reach=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
@@ -137,7 +161,12 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     T <= horizon is exactly the first T steps of the solve to horizon with the same seed (the threshold search
     refines each t with solves to t only).  hard_process=False skips the hard-direction process (C_mu stays empty;
     the laws keep zeta).  fine_lags: with response="direct", None propagates the Jacobians of every source time, an
-    int W only those of the dyadic source grid (:class:`theorykit.dynamics.responses.DyadicJacobians`)."""
+    int W only those of the dyadic source grid (:class:`theorykit.dynamics.responses.DyadicJacobians`).
+
+    reach: the size n of a finite sample; paths beyond the latent 1/n quantile (:func:`beyond_reach`) may then be
+    excluded when their single-sample dynamics is unstable, as a sample of n points holds none of them (default: only
+    the latent nodes of probability < NEGLIGIBLE_NODE).  ``out["reach_radius"]``: the smallest latent radius among the
+    excludable paths."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
     Kp = 0  # spectral prefix steps
@@ -157,8 +186,10 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     alive = np.ones(N, dtype=bool)
     over = np.zeros(N, dtype=int)
     # only latent nodes of negligible probability may be excluded (outer Gauss-Hermite nodes; every path for
-    # Monte-Carlo latents has weight 1/N and is never excluded): elsewhere an unstable path is GD's own divergence
-    negligible = batch.weight * batch.per_node < NEGLIGIBLE_NODE
+    # Monte-Carlo latents has weight 1/N and is never excluded), or with a reach n the latent tail beyond the 1/n
+    # quantile: elsewhere an unstable path is GD's own divergence
+    negligible, reach_radius = beyond_reach(batch, reach)
+    limit = excluded_limit(reach)
     top_at_divergence = None  # consecutive steps with per-sample curvature eta D / delta > 2
     excluded, excluded_at = 0.0, None
     if exclude is not None:
@@ -251,8 +282,9 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
         # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
         # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported (without this,
-        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes).  Unstable paths of
-        # non-negligible probability are kept: they are GD's own divergence.
+        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes).  With a reach n, the
+        # excludable paths are those beyond the latent 1/n quantile instead (a sample of n points holds none of them).
+        # Unstable paths of non-negligible probability are kept: they are GD's own divergence.
         with np.errstate(invalid="ignore", over="ignore"):
             rs = np.where(np.isfinite(r), r, 0.0)
             der = net.evaluate(rs.T, y)
@@ -276,7 +308,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             alive &= ~new_dead
             wt[new_dead] = 0.0
             rwt[new_dead[:NR]] = 0.0
-            if excluded > EXCLUDED_LIMIT:
+            if excluded > limit:
                 diverged = t
                 top_at_divergence = weighted_quantiles(np.where(np.isfinite(dmax), dmax, np.inf),
                                                         batch.weight, [1 - 1e-4])[0]
@@ -397,7 +429,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
-        "excluded_at": excluded_at, "excluded_mask": ~alive,
+        "excluded_at": excluded_at, "excluded_mask": ~alive, "reach_radius": reach_radius,
         "laws": {t_: dict(v, weight=batch.weight, z=z, y=y) for t_, v in laws.items()},
     }
     if Kp:  # the outputs start at the spectral start (the end of the prefix)

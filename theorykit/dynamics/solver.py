@@ -65,7 +65,8 @@ from .hard_process import hard_subspace_basis
 from .numerics import DMFTNumerics
 from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, Plan, make_plan
 from .result import DMFTResult
-from .sample_side import DIVERGENCE_LIMIT, EXCLUDED_LIMIT, PATH_LIMIT, solve_once
+from .sample_side import (DIVERGENCE_LIMIT, NEGLIGIBLE_NODE, PATH_LIMIT, UNSTABLE_BOUND,
+                          excluded_limit, solve_once)
 
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
 HARD_RELIABLE_RSE = 0.05
@@ -271,13 +272,14 @@ class ReplicaJob:
     horizon: Optional[int]
     hard_process: bool
     fine_lags: Optional[int]
+    reach: Optional[int] = None
 
     def solve(self) -> dict:
         return solve_once(self.net, self.link, self.hard_basis, self.delta, self.etas, self.ridge, self.Sigma0,
                           self.M0, self.batch_args, self.jitter, self.seed, sampler=self.sampler,
                           response=self.response, window=self.window, progress=None, keep_law_at=self.keep_law_at,
                           exclude=self.exclude, prefix=self.prefix, horizon=self.horizon,
-                          hard_process=self.hard_process, fine_lags=self.fine_lags)
+                          hard_process=self.hard_process, fine_lags=self.fine_lags, reach=self.reach)
 
 
 def _half_batch(batch_args: tuple) -> tuple:
@@ -289,6 +291,14 @@ def _half_batch(batch_args: tuple) -> tuple:
     return batch_args[:4] + (max(2, batch_args[4] // 2), max(2, min(batch_args[5], batch_args[4] // 2)))
 
 
+def _reach(setup: _Setup, num: DMFTNumerics) -> Optional[int]:
+    """The finite sample size n whose latent tail the solve truncates: n = max(1, round(delta d)) with d, reach as
+    given, or None (the d -> infinity DMFT)."""
+    if num.d is not None:
+        return max(1, int(round(setup.delta * num.d)))
+    return num.reach
+
+
 def _replica_jobs(setup: _Setup, num: DMFTNumerics, plan: Plan) -> list:
     """The replicas' jobs: ``replicas`` solves with seeds SeedSequence(seed).spawn(replicas), then with the bias check
     as many more with half the paths each (new seeds)."""
@@ -296,7 +306,8 @@ def _replica_jobs(setup: _Setup, num: DMFTNumerics, plan: Plan) -> list:
     seeds = [int(s.generate_state(1)[0]) for s in root_seq.spawn(num.replicas)]
     base = ReplicaJob(setup.net, setup.lk, setup.hard_basis, setup.delta, setup.etas, setup.ridge, setup.Sigma0,
                       setup.M0, plan.batch_args, num.jitter, 0, num.sampler, plan.response, plan.window,
-                      num.keep_law_at, None, setup.prefix, num.horizon, num.hard_process, plan.fine_lags)
+                      num.keep_law_at, None, setup.prefix, num.horizon, num.hard_process, plan.fine_lags,
+                      _reach(setup, num))
     jobs = [replace(base, seed=s, exclude=(None if num.exclude is None else num.exclude[i]))
             for i, s in enumerate(seeds)]
     if plan.bias_check:
@@ -425,7 +436,7 @@ class Divergence:
 
 
 def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: float,
-                         response: str) -> Optional[Divergence]:
+                         response: str, reach: Optional[int] = None) -> Optional[Divergence]:
     """The first step at which a replica (or a bias-check replica) diverged, and why, or None if none did."""
     div = [r["diverged"] for r in results + halves if r["diverged"] is not None]
     if not div:
@@ -439,18 +450,21 @@ def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: f
             f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
     stable = math.isfinite(top) and eta_max * top / delta < 2.0
     excl = max(r_["excluded"] for r_ in results)
+    limit = excluded_limit(reach)
     if response == "stein" and float(np.min(etas)) < STEIN_MIN_ETA:
         cause = (f": with steps below {STEIN_MIN_ETA} Stein's-lemma responses amplify Monte-Carlo noise (their "
                  f"error grows like 1/eta^2), which is the likely cause; use response='direct' (the 'auto' default)")
-    elif stable and excl <= EXCLUDED_LIMIT:
+    elif stable and excl <= limit:
         cause = (f": the per-sample curvature stayed stable, so this is a numerical instability of the "
                  f"{response!r} response estimator, not of GD; try response='direct' (or 'stein' with more paths)")
     else:
         cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
-    what = (f"unstable paths weighing {excl:.2g} > {EXCLUDED_LIMIT:g} were excluded" if excl > EXCLUDED_LIMIT
+    what = (f"unstable paths weighing {excl:.2g} > {limit:g} were excluded" if excl > limit
             else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
+    if reach is not None:
+        what += f"; paths beyond the latent 1/n quantile (n = {reach}) truncated"
     return Divergence(int(step), f"the DMFT diverged at step {step} ({what}) with eta = {eta_max:g}{curv}{cause}",
-                      bool(stable and excl <= EXCLUDED_LIMIT))
+                      bool(stable and excl <= limit))
 
 
 def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, halves: list) -> dict:
@@ -464,8 +478,13 @@ def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, ha
                            f"{DIRECT_AUTO_FLOPS:g} multiply-adds per replica), else stein if the smallest step is >= "
                            f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not plan.kinked else
                            "stein: the only estimator exact with a kinked activation or loss") if plan.auto else None),
-        "excluded": f"paths with |r| > {PATH_LIMIT:g} x scale (single-sample instability) are dropped; excluded_weight "
-                    f"is their largest total probability over replicas (> {EXCLUDED_LIMIT:g}: diverged)",
+        "excluded": (f"paths whose single-sample dynamics is unstable (eta D / delta > {UNSTABLE_BOUND:g}, or |r| > "
+                     f"{PATH_LIMIT:g} x scale) are dropped where "
+                     + (f"their latent node has probability < {NEGLIGIBLE_NODE:g}" if _reach(setup, num) is None else
+                        f"they lie beyond the latent 1/n quantile (n = {_reach(setup, num)}: a sample of n points "
+                        "holds none of them)")
+                     + f"; excluded_weight is their largest total probability over replicas (> "
+                       f"{excluded_limit(_reach(setup, num)):g}: diverged)"),
         "stderr": ("std over independent replicas / sqrt(replicas); outputs are replica means" if not plan.bias_check
                    else "sqrt(replica stderr^2 + bias^2): the replica spread and the estimated finite-path bias "
                         "(bias_check) in quadrature; outputs are replica means"),
@@ -519,7 +538,14 @@ def _solve_settings(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list,
         "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": num.seed,
         "horizon": num.horizon, "hard_process_solved": bool(num.hard_process and hard_dim),
         "processes": plan.processes, "kinked": kinked,
+        "truncation": (None if _reach(setup, num) is None else {
+            "n": _reach(setup, num), "d": num.d,
+            "latent_radius": _finite_or_none(min(float(r_["reach_radius"]) for r_ in results))}),
     }
+
+
+def _finite_or_none(v: float) -> Optional[float]:
+    return v if math.isfinite(v) else None
 
 
 def _problem(setup: _Setup):
@@ -558,7 +584,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          kernels: bool = False, progress: bool = False, bias_check="auto", keep_law_at=(), exclude=None,
          init: str = "random", spectral_T=None, spectral_steps: int = 100, spectral_eta: float = 1.0,
          spectral_m0: float = 1e-2, horizon: Optional[int] = None, hard_process: bool = True,
-         fine_lags="auto") -> DMFTResult:
+         fine_lags="auto", d: Optional[int] = None) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     The d -> infinity limit of full-batch GD for t = O(1) steps: the sample side r^t = M_t^T z + w^t +
@@ -645,15 +671,25 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         (all s at lags < W, every 2^j-th s at lags in [2^(j-1) W, 2^j W)) with R_u(t, s) linearly interpolated in s
         between them (about 0.375 W T^2 m^3 and T W log2(T/W) / 2 m^2 floats: docs/theory.md §3, numerics); "auto"
         takes W = DYADIC_FINE_LAGS where the full Jacobians would not fit on the whole batch.
+    d : int, optional
+        The dimension of a finite problem (n = delta d samples): paths beyond the latent 1/n quantile whose
+        single-sample dynamics is unstable are excluded, as a sample of n points holds none of them (the 1/n
+        truncation of :func:`theorykit.rules.below_quantile`, as the Hessian theory's with d);
+        ``settings["truncation"]`` records n and the latent radius beyond which paths may go.  Without d (the
+        d -> infinity DMFT) a divergence is checked by re-solving with the latent tail truncated at n = DMFT_REACH
+        (``theorykit.defaults``) up to twice its step: if that passes it, the divergence is driven by paths no sample
+        of realistic size holds, and the status is "unreliable" (not a GD instability) with the reason in
+        ``diverged_at``.
 
     Returns
     -------
     DMFTResult
         Replica means, with T + 1 time points reached, k latent dimensions, m the width and kH hard directions:
-        ``status`` ("ok" or "diverged", with ``diverged_at``), ``t`` (T+1,), ``M`` (T+1, k, m), ``gram``
-        (T+1, m, m) = M^T M + C_theta(t, t), ``train_loss`` and ``test_loss`` (T+1,), ``C_theta_tt`` (T+1, m, m),
-        ``C_mu`` (T+1, kH, m, m), ``D_tail`` (T+1, 4), ``stderr`` (the same keys -> standard errors over replicas),
-        ``kernels`` (with ``kernels=True``), ``settings``.
+        ``status`` ("ok"; "diverged", with ``diverged_at``: GD's instability; or "unreliable", with ``diverged_at``:
+        the DMFT diverged through paths beyond the latent 1/n quantile of n = DMFT_REACH samples), ``t`` (T+1,),
+        ``M`` (T+1, k, m), ``gram`` (T+1, m, m) = M^T M + C_theta(t, t), ``train_loss`` and ``test_loss`` (T+1,),
+        ``C_theta_tt`` (T+1, m, m), ``C_mu`` (T+1, kH, m, m), ``D_tail`` (T+1, 4), ``stderr`` (the same keys ->
+        standard errors over replicas), ``kernels`` (with ``kernels=True``), ``settings``.
 
     Raises
     ------
@@ -682,8 +718,41 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                             processes=processes, kernels=kernels, progress=progress, bias_check=bias_check,
                             keep_law_at=keep_law_at, exclude=exclude, init=init, spectral_T=spectral_T,
                             spectral_steps=spectral_steps, spectral_eta=spectral_eta, spectral_m0=spectral_m0,
-                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags)
+                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags, d=d)
     return _solve(given, numerics, t0)
+
+
+def _rare_paths(given: _Given, raw: DMFTNumerics, setup: _Setup, plan: Plan, step: int) -> Optional[dict]:
+    """Whether a divergence at ``step`` of the d -> infinity DMFT is driven by paths beyond the latent 1/n quantile
+    of n = DMFT_REACH samples: the same solve (same paths: the innovations drawn to the same horizon) with those paths
+    truncated (excluded where unstable), to twice the step.  If it passes the step, having excluded some weight, the
+    divergence is the DMFT's, not GD's: returns {"hint", "n", "weight", "latent_radius", "first_step",
+    "truncated_reaches", "truncated_diverged_at"}; else None (GD's own instability)."""
+    upto = min(setup.T, 2 * step)
+    if step < 1 or upto <= step:
+        return None
+    n = defaults.DMFT_REACH
+    probe = replace(raw, reach=n, horizon=(raw.horizon if raw.horizon is not None else setup.T), keep_law_at=(),
+                    kernels=False, progress=False, hard_process=False, response=plan.response,
+                    latent=plan.latent, order=plan.order)
+    try:
+        r = _solve(replace(given, eta=None, steps=None, schedule=setup.etas[:upto]), probe, _time.perf_counter())
+    except TheorykitError:
+        return None
+    weight = float(r.settings["excluded_weight"])
+    reached = None if r.diverged_at is None else int(r.diverged_at["step"])
+    if (reached is not None and reached <= step) or not weight > 0:
+        return None
+    radius = r.settings["truncation"]["latent_radius"]
+    where = f"latent radius >= {radius:.3g}" if radius is not None else "the latent tail"
+    after = (f"it reaches step {upto} (checked to twice the step)" if reached is None else
+             f"it diverges at step {reached} instead")
+    hint = (f"DMFT unreliable: driven by paths beyond the 1/n quantile at step {step} (n = {n}: {where}, weight "
+            f"{weight:.2g}, unstable as single samples; a sample of n points holds none of them); with them truncated "
+            f"{after} -- not a GD instability: give d (--d) for the DMFT of n = delta d samples")
+    return {"hint": hint, "n": n, "weight": weight, "latent_radius": radius,
+            "first_step": r.settings["excluded_first_step"], "truncated_reaches": upto if reached is None else reached,
+            "truncated_diverged_at": reached}
 
 
 def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
@@ -702,7 +771,7 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
         raise err
     S = min(len(r["train_loss"]) for r in results + halves)
     agg = _aggregate(results, halves, S, setup, num, plan)
-    diverged = _diagnose_divergence(results, halves, setup.etas, setup.delta, plan.response)
+    diverged = _diagnose_divergence(results, halves, setup.etas, setup.delta, plan.response, _reach(setup, num))
     if diverged and diverged.numerical and plan.auto and not plan.kinked and plan.response == "stein":
         # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
         # (seen with GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1)
@@ -714,15 +783,20 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
         return replace(res, seconds=_time.perf_counter() - t0)
     method = solve_method(setup, num, plan, results, halves)
     mean, hard = agg["mean"], setup.hard_basis.shape[1]
+    status = "ok" if diverged is None else "diverged"
+    diverged_at = None if diverged is None else {"step": diverged.step, "hint": diverged.hint}
+    if diverged is not None and not diverged.numerical and _reach(setup, num) is None:
+        rare = _rare_paths(given, raw, setup, plan, diverged.step)
+        if rare is not None:
+            status, diverged_at = "unreliable", {"step": diverged.step, "hint": rare.pop("hint"), "rare_paths": rare}
     return DMFTResult(
         problem=_problem(setup), method=method, laws=_laws(setup, num, plan, results),
-        excluded_masks=[r_["excluded_mask"] for r_ in results], status="ok" if diverged is None else "diverged",
+        excluded_masks=[r_["excluded_mask"] for r_ in results], status=status,
         t=np.arange(S), time=np.concatenate([[0.0], np.cumsum(setup.etas)])[:S], M=mean["M"], gram=mean["gram"],
         train_loss=mean["train_loss"], test_loss=mean["test_loss"], C_theta_tt=mean["C_theta_tt"],
         C_mu=mean["C_mu"], C_mu_init=mean["C_mu_init"], D_tail=agg["D_tail"], stderr=agg["stderr"],
         kernels=agg["kernels"], settings=_solve_settings(setup, num, plan, results, method["kinks"] is not None),
-        seconds=_time.perf_counter() - t0,
-        diverged_at=(None if diverged is None else {"step": diverged.step, "hint": diverged.hint}), Ezu=mean["Ezu"],
+        seconds=_time.perf_counter() - t0, diverged_at=diverged_at, Ezu=mean["Ezu"],
         hard_reliable_until=agg["hard_reliable_until"], bias=agg["bias"], v_eff=mean.get("v_eff"),
         V_eff=mean.get("V_eff"),
         per_replica={key: np.stack([r_[key][:S] for r_ in results]) for key in ("M", "C_theta_tt")},

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..._checks import check_int, check_number
 from ...errors import TheorykitError
+from ...rules import below_quantile
 
 __all__ = ["EXTREMES", "SUPPORT_FACTORS", "TAIL_LEVELS", "WEIGHT_FLOOR", "HessianLaw", "check_law", "is_psd",
            "kernel_mass", "rank_ratio", "support_tail", "tail_diagnostics"]
@@ -158,9 +159,8 @@ class HessianLaw:
         n = check_int("n", n, 1)
         extremes = check_int("extremes", extremes, 0, 10000)
         lmin = self.lam_min_D
-        order = np.argsort(lmin, kind="stable")
-        cum = np.cumsum(self.weights[order])
-        cut = int(np.searchsorted(cum, 1.0 / n, side="right"))  # paths whose cumulative weight stays below 1/n
+        tc = below_quantile(lmin, self.weights, n)  # the one finite-n truncation (theorykit.rules)
+        order, cum, cut = tc.order, tc.cum, tc.cut
         drop = order[:cut]
         keep = np.ones(len(lmin), bool)
         keep[drop] = False
@@ -168,7 +168,7 @@ class HessianLaw:
             raise TheorykitError(f"truncating at the 1/n quantile (n = {n}) removes the whole law")
         w = self.weights[keep]
         removed = {"D": self.D[drop], "weights": self.weights[drop], "zeta": self.zeta[drop]}
-        q = float(lmin[order[cut]]) if cut < len(order) else float(lmin.max())
+        q = tc.quantile
         ext = None
         if extremes:
             idx = np.array([order[min(int(np.searchsorted(cum, (j - 0.5) / n)), len(order) - 1)]
