@@ -45,7 +45,8 @@ Conventions (all recorded in ``result.settings``):
   step in one pass over X (:mod:`theorykit.referee._fused`: numba, tiles of rows kept in cache, float64; agrees with
   NumPy to rounding, reproducible bitwise whatever the thread count); "auto" (default) takes "fused" when numba
   compiles the activation and loss and the run is estimated at >= FUSED_AUTO_SECONDS with NumPy (it compiles in a
-  few seconds, once per process), else "numpy".  ``settings["kernel"]`` says which ran, ``method["kernel"]`` why.
+  few seconds, once per machine: the compiled code is cached on disk), else "numpy".  ``settings["kernel"]`` says
+  which ran, ``method["kernel"]`` why.
 * **Storage of X** (``storage``): "float64" (default), or "float32": X and X_test are drawn in float64 as above,
   rounded to float32 and kept so (half the memory and half the bytes per pass over X, which is what bounds the step
   where its arithmetic is cheaper than the read: tables/gd_step_bench.md), and y is the link's response to the
