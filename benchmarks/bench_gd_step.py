@@ -17,11 +17,13 @@ busy-wait after a call and would slow whatever runs next):
   the same float64 floor, and the float32 read of X beside it;
 * numpy step: ``net.evaluate(X @ theta, y)`` and ``X.T @ F``, the kernel="numpy" path;
 * matmuls alone: ``X @ theta`` + ``X.T @ F`` with NumPy's BLAS (no evaluation);
-* whole simulate() iteration per step (fused and numpy; test loss on n_test = n fresh samples, so two matrices
-  are read: its floor is two reads), from two runs of different length (their difference / the extra steps).
+* whole simulate() iteration per step, from two runs of different length (their difference / the extra steps),
+  against the floor read just before and just after, over --iter-rounds rounds: the default (fused kernel, test loss
+  from the overlaps with n_test = n: one read of X per step), X stored in float32, the numpy kernel, and the test loss
+  on a fresh (n_test, d) test set (test_set="fresh", n_test = n: two matrices read per step).
 
-It reports medians over the rounds (and the minimum), and the ratio of each to the floor (goal: fused step <= 2x the
-physical floor, max(read, GEMM floor)).
+It reports medians over the rounds (and the minimum), and the ratio of each to the floor (goals: fused step <= 2x the
+physical floor, max(read, GEMM floor); a whole default iteration <= 2x one read of X).
 Then both kernels, and the fused kernel on float32 storage, run the same --seeds seeds near a threshold (success
 fractions and equal escape times).
 Setting: gelu, phase retrieval, square loss.
@@ -106,6 +108,42 @@ def _compute_floor(fused, X, y, theta):
     return run
 
 
+#: the whole simulate() iteration: (name, kernel, storage, test_set), the default first and BLAS last (see SETTLE)
+ITER_VARIANTS = (("fused", "fused", "float64", "overlaps"), ("fused32", "fused", "float32", "overlaps"),
+                 ("fresh", "fused", "float64", "fresh"), ("numpy", "numpy", "float64", "overlaps"))
+#: steps of the short and the long run: their time difference / (ITER_LONG - ITER_SHORT) is one iteration
+ITER_SHORT, ITER_LONG = 5, 45
+
+
+def _iterations(n, d, m, read_once, X, rounds) -> dict:
+    """Per variant of ITER_VARIANTS: the median time of one simulate() iteration (ms) and the median, with quartiles,
+    of its ratio to the read of X measured just before and just after it in the same round."""
+    import theorykit as tk
+
+    out: dict = {}
+    for name, kernel, storage, test_set in ITER_VARIANTS:
+        kw = dict(delta=n / d, d=d, eta=1e-3, n_test=n, seed=0, kernel=kernel, storage=storage, test_set=test_set)
+
+        def run(steps, kw=kw):
+            return tk.simulate("gelu", "phase-retrieval", "square", m, steps=steps, **kw)
+
+        run(1)  # warm up (symbolic set-up, kernels)
+        per, ratio = [], []
+        for _ in range(rounds):
+            before = timed(lambda: read_once(X))
+            short = timed(lambda: run(ITER_SHORT))
+            long_ = timed(lambda: run(ITER_LONG))
+            after = timed(lambda: read_once(X))
+            it = (long_ - short) / (ITER_LONG - ITER_SHORT)
+            per.append(it)
+            ratio.append(it / (0.5 * (before + after)))
+        out[f"iter_{name}_ms"] = 1e3 * float(np.median(per))
+        out[f"iter_{name}_over_floor"] = float(np.median(ratio))
+        out[f"iter_{name}_over_floor_iqr"] = [float(v) for v in np.percentile(ratio, [25, 75])]
+    time.sleep(SETTLE)
+    return out
+
+
 def timed(fn):
     t0 = time.perf_counter()
     fn()
@@ -117,6 +155,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=21, help="interleaved rounds per shape (default 21)")
     p.add_argument("--out", default=None, help="Markdown table to write (default: print only)")
     p.add_argument("--no-full", action="store_true", help="skip the whole-iteration timing")
+    p.add_argument("--iter-rounds", type=int, default=7, help="rounds of the whole-iteration timing (default 7)")
     p.add_argument("--seeds", type=int, default=64, help="seeds of the kernels' agreement check (0: skip)")
     args = p.parse_args(argv)
     if args.out:
@@ -187,16 +226,7 @@ def main(argv=None):
         row["gemm_floor_ms"] = 1e3 * 4 * n * d * m / (row["gemm_gflops"] * 1e9)
         row["fused_over_physical"] = row["fused_ms"] / max(row["floor_ms"], row["gemm_floor_ms"])
         if not args.no_full:
-            for name, kernel, storage in (("fused", "fused", "float64"), ("fused32", "fused", "float32"),
-                                          ("numpy", "numpy", "float64")):  # BLAS last (see SETTLE)
-                kw = dict(delta=n / d, d=d, eta=1e-3, n_test=n, seed=0, kernel=kernel, storage=storage)
-                tk.simulate("gelu", "phase-retrieval", "square", m, steps=1, **kw)  # warm up (symbolic set-up)
-                short = timed(lambda: tk.simulate("gelu", "phase-retrieval", "square", m, steps=5, **kw))
-                long_ = timed(lambda: tk.simulate("gelu", "phase-retrieval", "square", m, steps=45, **kw))
-                row[f"iter_{name}_ms"] = 1e3 * (long_ - short) / 40
-            row["iter_fused_over_floor2"] = row["iter_fused_ms"] / (2 * row["floor_ms"])
-            row["iter_fused32_over_floor2"] = row["iter_fused32_ms"] / (2 * row["floor_ms"])
-            time.sleep(SETTLE)
+            row.update(_iterations(n, d, m, read_once, X, args.iter_rounds))
         rows.append(row)
         print(f"n={n} d={d} m={m}: floor {row['floor_ms']:.2f} ms, fused {row['fused_ms']:.2f} "
               f"({row['fused_over_floor']:.2f}x; in-cache compute {row['compute_over_floor']:.2f}x, fused / (read + "
@@ -204,7 +234,10 @@ def main(argv=None):
               f"({row['fused32_over_floor']:.2f}x; / (f32 read + compute) {row['fused32_over_sum']:.2f}), "
               f"numpy {row['numpy_ms']:.2f} ({row['numpy_over_floor']:.2f}x), "
               f"matmuls {row['matmuls_ms']:.2f}" + ("" if args.no_full else
-              f"; simulate per step: fused {row['iter_fused_ms']:.2f}, numpy {row['iter_numpy_ms']:.2f}"),
+              f"; simulate per step: fused {row['iter_fused_ms']:.2f} ({row['iter_fused_over_floor']:.2f}x one "
+              f"read), float32 X {row['iter_fused32_ms']:.2f} ({row['iter_fused32_over_floor']:.2f}x), numpy "
+              f"{row['iter_numpy_ms']:.2f}, fresh test set {row['iter_fresh_ms']:.2f} "
+              f"({row['iter_fresh_over_floor']:.2f}x)"),
               flush=True)
     agree = None if args.seeds == 0 else _agreement(args.seeds)
     if args.out:
@@ -273,8 +306,12 @@ def _write(args, rows, agree, argv, started, wall):
              "(kernel=\"fused\"); fused f32 = the same on X stored in float32 (storage=\"float32\", float64 "
              "arithmetic), its ratio to the same float64 floor, and the float32 read of X / floor beside it; numpy = "
              "evaluate + two matmuls (kernel=\"numpy\"); matmuls = X @ Theta + X^T F alone. "
-             "simulate per step: a whole recorded iteration (with the test loss on n_test = n fresh samples: two "
-             "matrices read, floor 2x).  fused / floor and numpy / floor: the median over the rounds of the step's "
+             f"simulate per step: a whole recorded iteration of simulate() (the difference of a {ITER_LONG}- and a "
+             f"{ITER_SHORT}-step run over {ITER_LONG - ITER_SHORT}; median over {args.iter_rounds} rounds, its ratio "
+             "to the read of X just before and after it, with quartiles): the default (fused kernel, test loss from "
+             "the overlaps, n_test = n: one read of X per step), X stored in float32, the numpy kernel, and the test "
+             "loss on a fresh n_test = n x d test set read every step (test_set=\"fresh\", the default before: two "
+             "matrices read).  fused / floor and numpy / floor: the median over the rounds of the step's "
              "time over the floor measured next to it (the mean of a read just before and just after), with the "
              "quartiles of that ratio for the fused steps (the other ratios are of the medians); this VM's memory "
              "bandwidth drifts by tens of percent "
@@ -285,9 +322,10 @@ def _write(args, rows, agree, argv, started, wall):
              "| fused f32 | fused f32 / floor [quartiles] | f32 read / floor | compute f32 / floor "
              "| fused f32 / (f32 read + compute f32) | numpy step | numpy / floor | matmuls alone |"
              + ("" if args.no_full
-                else " simulate/step fused | numpy | fused f32 | fused / (2 floor) | fused f32 / (2 floor) |"),
+                else " simulate/step (default) | / floor [quartiles] | fused f32 | / floor | numpy | / floor "
+                     "| fresh test set | / floor [quartiles] |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-             + ("" if args.no_full else "---|---|---|---|---|")]
+             + ("" if args.no_full else "---|---|---|---|---|---|---|---|")]
     for r in rows:
         line = (f"| {r['n']} | {r['d']} | {r['m']} | {r['floor_ms']:.2f} ({r['floor_min_ms']:.2f}) | "
                 f"{r['gemm_floor_ms']:.2f} | "
@@ -300,8 +338,11 @@ def _write(args, rows, agree, argv, started, wall):
                 f"{r['numpy_ms']:.2f} ({r['numpy_min_ms']:.2f}) | {r['numpy_over_floor']:.2f} | "
                 f"{r['matmuls_ms']:.2f} ({r['matmuls_min_ms']:.2f}) |")
         if not args.no_full:
-            line += (f" {r['iter_fused_ms']:.2f} | {r['iter_numpy_ms']:.2f} | {r['iter_fused32_ms']:.2f} | "
-                     f"{r['iter_fused_over_floor2']:.2f} | {r['iter_fused32_over_floor2']:.2f} |")
+            q, qf = r["iter_fused_over_floor_iqr"], r["iter_fresh_over_floor_iqr"]
+            line += (f" {r['iter_fused_ms']:.2f} | {r['iter_fused_over_floor']:.2f} [{q[0]:.2f}, {q[1]:.2f}] | "
+                     f"{r['iter_fused32_ms']:.2f} | {r['iter_fused32_over_floor']:.2f} | {r['iter_numpy_ms']:.2f} | "
+                     f"{r['iter_numpy_over_floor']:.2f} | {r['iter_fresh_ms']:.2f} | {r['iter_fresh_over_floor']:.2f} "
+                     f"[{qf[0]:.2f}, {qf[1]:.2f}] |")
         lines.append(line)
     if agree is not None:
         S = agree["seeds"]

@@ -168,3 +168,55 @@ def test_cli_storage(capsys, tmp_path):
 
         settings = read_csv(str(csv)).attrs["settings"]["simulate"]
         assert settings.get("storage") == (None if storage == "float64" else "float32")
+
+
+# --- compiled once per machine: the generated module and numba's cache beside it ---
+
+_CACHE_PROBE = """
+import numpy as np, theorykit as tk
+from theorykit.referee._fused import fused_kernel
+fk, why = fused_kernel(tk.symbolic.Network("tanh", "logistic", 3))
+X = np.random.default_rng(0).standard_normal((41, 9))
+print(repr(fk.step(X, np.sign(X[:, 0]), np.ones((9, 3)) / 3)[1].sum()))
+s = fk._kernel.stats
+print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))
+"""
+
+
+def _probe(folder):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, THEORYKIT_KERNEL_CACHE=str(folder))
+    p = subprocess.run([sys.executable, "-c", _CACHE_PROBE], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    value, counts = p.stdout.split("\n")[:2]
+    return value, tuple(int(c) for c in counts.split())
+
+
+def test_a_second_process_loads_the_compiled_kernel(tmp_path):
+    value1, (hits1, misses1) = _probe(tmp_path)
+    assert hits1 == 0 and misses1 == 1  # compiled, and saved
+    assert len(list(tmp_path.glob("theorykit_fused_*.py"))) == 1
+    value2, (hits2, misses2) = _probe(tmp_path)
+    assert hits2 == 1 and misses2 == 0  # loaded, not compiled
+    assert value2 == value1
+
+
+def test_an_unwritable_cache_folder_compiles_in_the_process(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    value, (hits, _) = _probe(blocker / "kernels")  # a folder under a file cannot be made
+    assert hits == 0  # compiled in the process
+    assert value == _probe(tmp_path / "kernels")[0]
+
+
+def test_module_source_refuses_a_name_it_cannot_import():
+    from theorykit.referee._fused import module_source
+
+    ns: dict = {}
+    exec("def _lambdifygenerated(x):\n    return (erfinv(x), x)\n", ns)
+    ok = {}
+    exec("def _lambdifygenerated(y, yhat):\n    return (abs(y - yhat), 1.0)\n", ok)
+    assert module_source(ns["_lambdifygenerated"], ok["_lambdifygenerated"]) is None

@@ -233,7 +233,7 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
     """At d = 2000 the test loss on the fresh test set agrees with the population test loss (from M_t and
     C_t = gram_t - M_t^T M_t) within the test set's sampling error, at the first and the last step."""
     d, seed = 2000, 7
-    res = simulate("tanh", link, "square", width, delta=2, d=d, steps=8, eta=1.0, seed=seed)
+    res = simulate("tanh", link, "square", width, delta=2, d=d, steps=8, eta=1.0, seed=seed, test_set="fresh")
     assert res.status == "ok"
     pop, err = res.population_test_loss, res.population_test_loss_error
     assert pop.shape == err.shape == res.test_loss.shape == (9,)
@@ -249,6 +249,88 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
         assert abs(res.test_loss[t] - pop[t]) < 4 * se + err[t], (t, res.test_loss[t], pop[t], se)
     # training moved the loss by many standard errors, so the agreement is not trivial
     assert abs(pop[8] - pop[0]) > 5 * se
+
+
+def _overlap_test_set(res, lk):
+    """The test set of test_set "overlaps" from the documented rng order: coordinates (n_test, k + p) and y_test."""
+    s = res.settings
+    rng = np.random.default_rng(s["seed"])
+    rng.standard_normal((s["d"], s["width"]))
+    rng.standard_normal((s["n"], s["d"]))
+    if lk.noisy:
+        rng.standard_normal(s["n"])
+    Z = rng.standard_normal((s["n_test"], lk.k + min(s["width"], s["d"] - lk.k)))
+    eps = rng.standard_normal(s["n_test"]) if lk.noisy else None
+    return Z, lk.response(Z[:, :lk.k], eps)
+
+
+def test_overlaps_test_loss_is_the_average_over_its_test_coordinates():
+    """The default test loss: the average loss over (z, g) @ [M_t; R_t] with R_t^T R_t = Theta_t[k:]^T Theta_t[k:]."""
+    from theorykit.referee.gd import overlap_weights
+
+    res = simulate("tanh", "z + eps/2", "square", 3, delta=2, d=60, steps=6, eta=1.0, seed=2, n_test=500)
+    assert res.settings["test_set"] == "overlaps" and "overlaps" in res.method["test_loss"]
+    net, lk = tk.symbolic.Network("tanh", "square", 3), tk.link("z + eps/2")
+    Z, y = _overlap_test_set(res, lk)
+    theta0 = np.random.default_rng(2).standard_normal((60, 3)) / math.sqrt(60)
+    for t, theta in ((0, theta0), (6, res.theta)):
+        W = overlap_weights(theta, 1, 3)
+        assert np.allclose(W[1:].T @ W[1:], theta[1:].T @ theta[1:], rtol=1e-12, atol=1e-15)
+        assert np.mean(net.loss_values(Z @ W, y)) == pytest.approx(res.test_loss[t], rel=1e-12)
+
+
+def test_overlap_weights_of_a_singular_complement():
+    """m > d - k: C_t has rank d - k, and R_t (d - k rows) still gives R_t^T R_t = C_t."""
+    from theorykit.referee.gd import overlap_weights
+
+    theta = np.random.default_rng(0).standard_normal((3, 4))
+    W = overlap_weights(theta, 1, 2)
+    assert W.shape == (3, 4) and np.allclose(W[1:].T @ W[1:], theta[1:].T @ theta[1:], atol=1e-12)
+    assert np.all(np.isnan(overlap_weights(np.full((5, 2), np.inf), 1, 2)[1:]))
+
+
+def _sample_losses(res, net, lk, theta, test_set):
+    if test_set == "fresh":
+        return _per_sample_test_losses(res, net, lk, theta)
+    from theorykit.referee.gd import overlap_weights
+
+    Z, y = _overlap_test_set(res, lk)
+    return net.loss_values(Z @ overlap_weights(theta, lk.k, Z.shape[1] - lk.k), y)
+
+
+@pytest.mark.parametrize("act,link,width,d", [("tanh", "z + z**2/2", 2, 150), ("tanh", "z + eps/2", 1, 150),
+                                              ("tanh", "z + z**2/2", 4, 150), ("gelu", "phase-retrieval", 4, 3)])
+def test_overlaps_test_loss_agrees_with_a_large_fresh_test_set(act, link, width, d):
+    """The test loss from the overlaps and from a large fresh (n_test, d) test set, on the same training run (same
+    seed, same draws up to the test set): within their Monte Carlo standard errors at the first and the last step, and
+    both within theirs of the population test loss (quadrature, where k + noisy + m <= 4).  k + m = 5 (no quadrature)
+    and d = 3 < k + m (the complement has rank d - k < m) included."""
+    seed, steps = 11, 8
+    kw = dict(delta=3, d=d, steps=steps, eta=1.0, seed=seed, kernel="numpy")
+    over = simulate(act, link, "square", width, n_test=100000, **kw)
+    fresh = simulate(act, link, "square", width, n_test=20000, test_set="fresh", **kw)
+    assert over.settings["test_set"] == "overlaps" and fresh.settings["test_set"] == "fresh"
+    assert np.array_equal(over.M, fresh.M) and np.array_equal(over.train_loss, fresh.train_loss)
+    net, lk = tk.symbolic.Network(act, "square", width), tk.link(link)
+    theta0 = np.random.default_rng(seed).standard_normal((d, width)) / math.sqrt(d)
+    pop, err = over.population_test_loss, over.population_test_loss_error
+    for t, theta in ((0, theta0), (steps, over.theta)):
+        se = {}
+        for name, res in (("overlaps", over), ("fresh", fresh)):
+            losses = _sample_losses(res, net, lk, theta, name)
+            assert np.mean(losses) == pytest.approx(res.test_loss[t], rel=1e-10)
+            se[name] = np.std(losses, ddof=1) / math.sqrt(len(losses))
+        gap = abs(over.test_loss[t] - fresh.test_loss[t])
+        assert gap < 4 * math.hypot(se["overlaps"], se["fresh"]), (t, over.test_loss[t], fresh.test_loss[t], se)
+        if pop is not None:
+            assert abs(over.test_loss[t] - pop[t]) < 4 * se["overlaps"] + err[t], (t, over.test_loss[t], pop[t])
+    # training moved the loss by many standard errors, so the agreement is not trivial
+    assert abs(over.test_loss[steps] - over.test_loss[0]) > 10 * se["fresh"]
+
+
+def test_bad_test_set_is_one_line():
+    with pytest.raises(TheorykitError, match="test_set must be one of 'overlaps', 'fresh', got 'train'"):
+        simulate("gelu", "phase-retrieval", "square", 1, delta=2, d=20, steps=1, eta=0.5, test_set="train")
 
 
 def test_population_test_loss_skipped_with_too_many_gaussian_variables():

@@ -35,6 +35,8 @@ SIM_HESSIAN_K = 10
 SIM_HESSIAN_METHOD = "auto"
 #: the test set has max(SIM_N_TEST_MIN, n) samples unless n_test is given
 SIM_N_TEST_MIN = 2000
+#: the test loss from the overlaps (a Gaussian test set in the (k + m)-dim span of Theta* and Theta_t), or "fresh"
+SIM_TEST_SET = "overlaps"
 #: default spectral preprocessing T(y, delta) of init="spectral" (theorykit.referee.gd.DEFAULT_SPECTRAL_T)
 SIM_SPECTRAL_T = "(y-1)/(y+sqrt(2*delta)-1)"
 

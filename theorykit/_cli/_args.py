@@ -157,6 +157,9 @@ def add_simulation_arguments(p, with_delta: bool = True):
                    help="ridge lambda >= 0: adds (lambda/2)||Theta||_F^2 (default 0)")
     p.add_argument("--n-test", type=integer(1), default=None, dest="n_test",
                    help="test-set size >= 1 (default max(2000, n))")
+    p.add_argument("--test-set", choices=["overlaps", "fresh"], default=defaults.SIM_TEST_SET, dest="test_set",
+                   help="test loss from the overlaps (default: the test set's coordinates in the span of Theta* and "
+                        "Theta_t, exact in law, O(n_test (k+m) m) per step) or from a fresh n_test x d test set")
     p.add_argument("--stop-after-escape", type=integer(0), default=None, dest="stop_after_escape", metavar="K",
                    help="end a run K >= 0 steps after its escape (hard overlap > 0.5); default: run every step")
     p.add_argument("--kernel", choices=["auto", "fused", "numpy"], default="auto",
@@ -208,7 +211,8 @@ def simulation_kwargs(args) -> dict:
                 hessian_method=args.hessian_method, n_test=args.n_test, stop_after_escape=args.stop_after_escape,
                 kernel=args.kernel, **initial_law(args),
                 # only when not the default, so that a sweep CSV written before this option resumes
-                **({"storage": args.storage} if args.storage != "float64" else {}))
+                **({"storage": args.storage} if args.storage != "float64" else {}),
+                **({"test_set": args.test_set} if args.test_set != defaults.SIM_TEST_SET else {}))
 
 
 # ------------------------------------------------------------------ the Problem and the DMFT of the theory commands

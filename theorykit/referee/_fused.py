@@ -18,6 +18,11 @@ expression with a function numba's math module lacks, e.g. erfinv, does not).  :
 cannot be used; the simulator then falls back to NumPy and records the reason in ``result.method["kernel"]``.
 Before first use the compiled scalar functions are checked against the NumPy ones on a grid of points (agreement to
 1e-12 relative, the same NaN and inf pattern); a disagreement also falls back.
+
+Compiled once per machine: for each (activation, loss) the kernel's source (the printed scalar functions and the
+template :func:`_kernel`) is written to a module in :func:`kernel_cache_dir` (named by the hash of its text) and
+imported, and numba's ``cache=True`` keeps the compiled code beside it, so a later process loads it instead of
+compiling.  Where that folder cannot be written the same source is compiled in the process.
 """
 from __future__ import annotations
 
@@ -69,25 +74,29 @@ def _pool(workers: int):
     return _pools[key]
 
 
+def _softplus(u):
+    return u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
+
+
+def _sigmoid(u):
+    if u >= 0:
+        return 1.0 / (1.0 + math.exp(-u))
+    e = math.exp(u)
+    return e / (1.0 + e)
+
+
+def _heaviside(u, h0=0.5):
+    return 1.0 if u > 0 else (0.0 if u < 0 else h0)
+
+
+#: the functions the printed activations and losses call that the math module lacks: name -> plain Python source
+_EXTRAS = {"softplus": _softplus, "sigmoid": _sigmoid, "Heaviside": _heaviside}
+
+
 def _math_extras():
     import numba
 
-    @numba.njit(error_model="numpy")
-    def softplus(u):
-        return u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
-
-    @numba.njit(error_model="numpy")
-    def sigmoid(u):
-        if u >= 0:
-            return 1.0 / (1.0 + math.exp(-u))
-        e = math.exp(u)
-        return e / (1.0 + e)
-
-    @numba.njit(error_model="numpy")
-    def heaviside(u, h0=0.5):
-        return 1.0 if u > 0 else (0.0 if u < 0 else h0)
-
-    return {"softplus": softplus, "sigmoid": sigmoid, "Heaviside": heaviside}
+    return {name: numba.njit(error_model="numpy")(f) for name, f in _EXTRAS.items()}
 
 
 def _scalar(args, exprs, extras):
@@ -95,8 +104,11 @@ def _scalar(args, exprs, extras):
     subexpressions shared between the expressions, e.g. GeLU's erf between sigma and sigma')."""
     import numba
 
-    f = sp.lambdify(args, tuple(exprs), modules=[extras, "math"], cse=True)
-    return numba.njit(error_model="numpy", fastmath=set(FASTMATH))(f)
+    return numba.njit(error_model="numpy", fastmath=set(FASTMATH))(_lambdified(args, exprs, extras))
+
+
+def _lambdified(args, exprs, extras):
+    return sp.lambdify(args, tuple(exprs), modules=[extras, "math"], cse=True)
 
 
 def _agree(a, b) -> bool:
@@ -163,128 +175,139 @@ class FusedStep:
         return self._run(X, y, theta, False)[0]
 
 
-def _make_kernel(act, loss):
-    import numba
+def _act(u):
+    """Placeholder of the template below: (sigma(u), sigma'(u)), bound per network where the kernel is compiled."""
+    raise NotImplementedError("the fused kernel's template is compiled with the network's activation bound")
 
-    @numba.njit(nogil=True, fastmath=set(FASTMATH), error_model="numpy")
-    def kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
-        n, d = X.shape
-        m = thT.shape[0]
-        ntile = (n + 3) // 4
-        per = (ntile + nch - 1) // nch
-        for c in range(c0, c1):
-            if backward:
-                G[c, :, :] = 0.0
-            R = np.empty((4, m))
-            F = np.empty((4, m))
-            ls = 0.0
-            for t in range(c * per, min(ntile, (c + 1) * per)):
-                i = 4 * t
-                nr = min(4, n - i)
-                # rows past the end repeat the last row; their F is 0 and their loss is not counted
-                x0 = X[i]
-                x1 = X[i + min(1, nr - 1)]
-                x2 = X[i + min(2, nr - 1)]
-                x3 = X[i + min(3, nr - 1)]
-                for k in range(0, m, 2):  # two columns of Theta at a time (an odd m repeats its last one)
-                    kb = min(k + 1, m - 1)
-                    ta = thT[k]
-                    tb = thT[kb]
-                    a0 = 0.0
-                    a1 = 0.0
-                    a2 = 0.0
-                    a3 = 0.0
-                    b0 = 0.0
-                    b1 = 0.0
-                    b2 = 0.0
-                    b3 = 0.0
-                    for j in range(d):
-                        u = ta[j]
-                        v = tb[j]
-                        e0 = x0[j]
-                        e1 = x1[j]
-                        e2 = x2[j]
-                        e3 = x3[j]
-                        a0 += e0 * u
-                        a1 += e1 * u
-                        a2 += e2 * u
-                        a3 += e3 * u
-                        b0 += e0 * v
-                        b1 += e1 * v
-                        b2 += e2 * v
-                        b3 += e3 * v
-                    R[0, k] = a0
-                    R[1, k] = a1
-                    R[2, k] = a2
-                    R[3, k] = a3
-                    R[0, kb] = b0
-                    R[1, kb] = b1
-                    R[2, kb] = b2
-                    R[3, kb] = b3
-                for rr in range(4):
-                    if rr < nr:
-                        f = 0.0
-                        for k in range(m):
-                            s0, s1 = act(R[rr, k] + b[k])
-                            R[rr, k] = s1
-                            f += am[k] * s0
-                        l0, l1 = loss(y[i + rr], f)
-                        ls += l0
-                        for k in range(m):
-                            F[rr, k] = l1 * am[k] * R[rr, k]
-                    else:
-                        for k in range(m):
-                            F[rr, k] = 0.0
-                if not backward:
-                    continue
-                # X^T F: up to four output rows per pass over the tile's four x rows (each x element is loaded once
-                # per pass, not once per row of G), then pairs, then one row
-                k = 0
-                while k + 3 < m:
-                    ga = G[c, k]
-                    gb = G[c, k + 1]
-                    gc = G[c, k + 2]
-                    gd = G[c, k + 3]
-                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
-                    h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
-                    p0, p1, p2, p3 = F[0, k + 2], F[1, k + 2], F[2, k + 2], F[3, k + 2]
-                    q0, q1, q2, q3 = F[0, k + 3], F[1, k + 3], F[2, k + 3], F[3, k + 3]
-                    for j in range(d):
-                        e0 = x0[j]
-                        e1 = x1[j]
-                        e2 = x2[j]
-                        e3 = x3[j]
-                        ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
-                        gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
-                        gc[j] += p0 * e0 + p1 * e1 + p2 * e2 + p3 * e3
-                        gd[j] += q0 * e0 + q1 * e1 + q2 * e2 + q3 * e3
-                    k += 4
-                while k + 1 < m:
-                    ga = G[c, k]
-                    gb = G[c, k + 1]
-                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
-                    h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
-                    for j in range(d):
-                        e0 = x0[j]
-                        e1 = x1[j]
-                        e2 = x2[j]
-                        e3 = x3[j]
-                        ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
-                        gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
-                    k += 2
-                if k < m:
-                    ga = G[c, k]
-                    f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
-                    for j in range(d):
-                        ga[j] += f0 * x0[j] + f1 * x1[j] + f2 * x2[j] + f3 * x3[j]
-            L[c] = ls
 
-    return kernel
+def _loss(y, f):
+    """Placeholder of the template below: (l(y, f), dl/df), bound per network where the kernel is compiled."""
+    raise NotImplementedError("the fused kernel's template is compiled with the network's loss bound")
+
+
+#: numba.njit options of the kernel (and, but nogil, of the scalar functions)
+KERNEL_OPTIONS = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
+
+
+def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
+    """Chunks c0..c1-1 of the step: the loss sum of chunk c into L[c] and, when backward, its X^T F into G[c] (the
+    template: :func:`_build` compiles it with the network's scalar functions bound to _act and _loss)."""
+    n, d = X.shape
+    m = thT.shape[0]
+    ntile = (n + 3) // 4
+    per = (ntile + nch - 1) // nch
+    for c in range(c0, c1):
+        if backward:
+            G[c, :, :] = 0.0
+        R = np.empty((4, m))
+        F = np.empty((4, m))
+        ls = 0.0
+        for t in range(c * per, min(ntile, (c + 1) * per)):
+            i = 4 * t
+            nr = min(4, n - i)
+            # rows past the end repeat the last row; their F is 0 and their loss is not counted
+            x0 = X[i]
+            x1 = X[i + min(1, nr - 1)]
+            x2 = X[i + min(2, nr - 1)]
+            x3 = X[i + min(3, nr - 1)]
+            for k in range(0, m, 2):  # two columns of Theta at a time (an odd m repeats its last one)
+                kb = min(k + 1, m - 1)
+                ta = thT[k]
+                tb = thT[kb]
+                a0 = 0.0
+                a1 = 0.0
+                a2 = 0.0
+                a3 = 0.0
+                b0 = 0.0
+                b1 = 0.0
+                b2 = 0.0
+                b3 = 0.0
+                for j in range(d):
+                    u = ta[j]
+                    v = tb[j]
+                    e0 = x0[j]
+                    e1 = x1[j]
+                    e2 = x2[j]
+                    e3 = x3[j]
+                    a0 += e0 * u
+                    a1 += e1 * u
+                    a2 += e2 * u
+                    a3 += e3 * u
+                    b0 += e0 * v
+                    b1 += e1 * v
+                    b2 += e2 * v
+                    b3 += e3 * v
+                R[0, k] = a0
+                R[1, k] = a1
+                R[2, k] = a2
+                R[3, k] = a3
+                R[0, kb] = b0
+                R[1, kb] = b1
+                R[2, kb] = b2
+                R[3, kb] = b3
+            for rr in range(4):
+                if rr < nr:
+                    f = 0.0
+                    for k in range(m):
+                        s0, s1 = _act(R[rr, k] + b[k])
+                        R[rr, k] = s1
+                        f += am[k] * s0
+                    l0, l1 = _loss(y[i + rr], f)
+                    ls += l0
+                    for k in range(m):
+                        F[rr, k] = l1 * am[k] * R[rr, k]
+                else:
+                    for k in range(m):
+                        F[rr, k] = 0.0
+            if not backward:
+                continue
+            # X^T F: up to four output rows per pass over the tile's four x rows (each x element is loaded once
+            # per pass, not once per row of G), then pairs, then one row
+            k = 0
+            while k + 3 < m:
+                ga = G[c, k]
+                gb = G[c, k + 1]
+                gc = G[c, k + 2]
+                gd = G[c, k + 3]
+                f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
+                h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
+                p0, p1, p2, p3 = F[0, k + 2], F[1, k + 2], F[2, k + 2], F[3, k + 2]
+                q0, q1, q2, q3 = F[0, k + 3], F[1, k + 3], F[2, k + 3], F[3, k + 3]
+                for j in range(d):
+                    e0 = x0[j]
+                    e1 = x1[j]
+                    e2 = x2[j]
+                    e3 = x3[j]
+                    ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
+                    gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
+                    gc[j] += p0 * e0 + p1 * e1 + p2 * e2 + p3 * e3
+                    gd[j] += q0 * e0 + q1 * e1 + q2 * e2 + q3 * e3
+                k += 4
+            while k + 1 < m:
+                ga = G[c, k]
+                gb = G[c, k + 1]
+                f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
+                h0, h1, h2, h3 = F[0, k + 1], F[1, k + 1], F[2, k + 1], F[3, k + 1]
+                for j in range(d):
+                    e0 = x0[j]
+                    e1 = x1[j]
+                    e2 = x2[j]
+                    e3 = x3[j]
+                    ga[j] += f0 * e0 + f1 * e1 + f2 * e2 + f3 * e3
+                    gb[j] += h0 * e0 + h1 * e1 + h2 * e2 + h3 * e3
+                k += 2
+            if k < m:
+                ga = G[c, k]
+                f0, f1, f2, f3 = F[0, k], F[1, k], F[2, k], F[3, k]
+                for j in range(d):
+                    ga[j] += f0 * x0[j] + f1 * x1[j] + f2 * x2[j] + f3 * x3[j]
+        L[c] = ls
 
 
 def fused_kernel(net, threads: Optional[int] = None) -> tuple[Optional[FusedStep], str]:
     """(FusedStep, "") for ``net``, or (None, the reason it cannot be used).  Compiled once per (activation, loss) and
-    process (a few seconds); the compiled scalar functions are checked against the NumPy ones first.  threads: how
+    machine (a few seconds; later processes load the compiled code from :func:`kernel_cache_dir`); the compiled scalar
+    functions are checked against the NumPy ones first.  threads: how
     many threads run the chunks (default :func:`available_threads`; the result does not depend on it)."""
     key = (str(net.activation.expr), str(net.loss.expr))
     if key not in _cache:
@@ -301,8 +324,15 @@ def _build(net):
     a, lo = net.activation, net.loss
     try:
         extras = _math_extras()
-        act = _scalar([cv.X], (a.expr, a.d1_numeric), extras)
-        loss = _scalar([cv.Y, cv.YHAT], (lo.expr, lo.d1_numeric), extras)
+        act_py = _lambdified([cv.X], (a.expr, a.d1_numeric), extras)
+        loss_py = _lambdified([cv.Y, cv.YHAT], (lo.expr, lo.d1_numeric), extras)
+        mod = _generated_module(act_py, loss_py)
+        if mod is not None:
+            act, loss, kernel = mod._act, mod._loss, mod.kernel
+        else:  # a name the cached module cannot import: compiled in this process only
+            act = numba.njit(error_model="numpy", fastmath=set(FASTMATH))(act_py)
+            loss = numba.njit(error_model="numpy", fastmath=set(FASTMATH))(loss_py)
+            kernel = _bound_kernel(act, loss)
         u, Y, Fv = _check_points()
         got_a = np.array([act(float(v)) for v in u]).T
         got_l = np.array([loss(float(p), float(q)) for p, q in zip(Y, Fv)]).T
@@ -316,4 +346,115 @@ def _build(net):
         return None, "the compiled activation disagrees with the NumPy one on the check grid"
     if not all(_agree(g, w) for g, w in zip(got_l, want_l)):
         return None, "the compiled loss disagrees with the NumPy one on the check grid"
-    return _make_kernel(act, loss), ""
+    return kernel, ""
+
+
+def _bound_kernel(act, loss):
+    """The template :func:`_kernel` compiled in this process with ``act`` and ``loss`` bound (no disk cache)."""
+    import builtins
+    import types
+
+    import numba
+
+    glob = {"np": np, "_act": act, "_loss": loss, "__builtins__": builtins}
+    return numba.njit(**KERNEL_OPTIONS)(types.FunctionType(_kernel.__code__, glob, "_kernel"))
+
+
+# ------------------------------------------------------------------------------------- compiled-code cache
+#: environment variable naming the folder of the kernels' generated modules and numba's compiled code beside them
+#: (default: $XDG_CACHE_HOME/theorykit/kernels, i.e. ~/.cache/theorykit/kernels)
+CACHE_ENV = "THEORYKIT_KERNEL_CACHE"
+_MISSING = object()
+
+
+def kernel_cache_dir() -> str:
+    """The folder of the compiled-kernel cache: $THEORYKIT_KERNEL_CACHE, else $XDG_CACHE_HOME/theorykit/kernels
+    (XDG_CACHE_HOME defaults to ~/.cache)."""
+    import os
+
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "theorykit", "kernels")
+
+
+def module_source(act_py, loss_py, cache: bool = True) -> Optional[str]:
+    """The Python source of a module that defines the fused kernel for one network: the printed activation and loss
+    (``act_py``, ``loss_py``: SymPy's lambdify output) as _act and _loss, the math-module extras they call, and the
+    template :func:`_kernel` as ``kernel``, each wrapped in numba.njit (with ``cache``: numba keeps the compiled code
+    beside the module's file, so a later process loads it instead of compiling).  None when a name the printed
+    functions use is neither the math module's, a builtin nor one of the extras."""
+    import builtins
+    import inspect
+
+    from_math, parts = set(), []
+    for f, name in ((act_py, "_act"), (loss_py, "_loss")):
+        for nm in f.__code__.co_names:
+            obj = f.__globals__.get(nm, _MISSING)
+            if nm in _EXTRAS:
+                continue
+            if obj is not _MISSING and obj is getattr(math, nm, _MISSING):
+                from_math.add(nm)
+            elif obj is _MISSING and hasattr(builtins, nm) or obj is getattr(builtins, nm, _MISSING):
+                continue
+            else:
+                return None
+        try:
+            src = inspect.getsource(f)
+        except (OSError, TypeError):
+            return None
+        if not src.startswith("def _lambdifygenerated("):
+            return None
+        parts.append(src.replace("def _lambdifygenerated(", f"def {name}_py(", 1).rstrip() + "\n\n\n"
+                     f"{name} = numba.njit(error_model=\"numpy\", fastmath=FASTMATH, cache=CACHE)({name}_py)\n")
+    opts = f"nogil=True, fastmath=FASTMATH, error_model={KERNEL_OPTIONS['error_model']!r}, cache=CACHE"
+    head = ['"""The fused GD kernel of theorykit for one network, generated by theorykit.referee._fused (do not '
+            'edit:', 'the file name is the hash of this text; numba keeps the compiled code in __pycache__ '
+            'beside it)."""', "import math", "", "import numba", "import numpy as np"]
+    if from_math:
+        head.append(f"from math import {', '.join(sorted(from_math))}")
+    head += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", f"CACHE = {bool(cache)!r}", "", ""]
+    extras = [inspect.getsource(f).rstrip() + "\n\n\n" for f in _EXTRAS.values()]
+    extras.append("".join(f"{nm} = numba.njit(error_model=\"numpy\", cache=CACHE)({f.__name__})\n"
+                          for nm, f in _EXTRAS.items()) + "\n\n")
+    kernel = inspect.getsource(_kernel).rstrip() + f"\n\n\nkernel = numba.njit({opts})(_kernel)\n"
+    return "\n".join(head) + "".join(extras) + "\n\n".join(parts) + "\n\n" + kernel
+
+
+def _generated_module(act_py, loss_py):
+    """The module of :func:`module_source`, written once to the cache folder (its name is the hash of its text) and
+    imported, so that numba's cache=True keeps the compiled kernel for every later process; where the folder cannot
+    be written, the same source compiled in this process only.  None when :func:`module_source` is."""
+    import hashlib
+    import importlib.util
+    import os
+    import sys
+    import types
+
+    src = module_source(act_py, loss_py)
+    if src is None:
+        return None
+    name = "theorykit_fused_" + hashlib.sha256(src.encode()).hexdigest()[:20]
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = kernel_cache_dir()
+    path = os.path.join(folder, name + ".py")
+    try:
+        if not os.path.exists(path):  # written once: rewriting would change its time stamp, numba's cache key
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(src)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise OSError(f"cannot import {path}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    except OSError:  # a read-only cache folder: compile in this process
+        sys.modules.pop(name, None)
+        mod = types.ModuleType(name)
+        exec(compile(module_source(act_py, loss_py, cache=False) or "", f"<{name}>", "exec"), mod.__dict__)
+    return mod

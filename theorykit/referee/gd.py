@@ -18,8 +18,19 @@ Conventions (all recorded in ``result.settings``):
   vectors of Theta_t, q = dim(target) (for q = 1: cos^2 between the hard direction and the top left singular vector).
   If m < q only m singular vectors exist and overlap_t <= m / q.  escape_time = first t with success (None if never).
 * **train_loss** is the empirical risk (1/n) sum_i l(y_i, f(r_i)) *without* the ridge term; the ridge term at step t
-  is (ridge/2) trace(gram_t).  **test_loss** is the same average over a fresh test set of n_test samples (default
-  n_test = max(2000, n)), drawn once.  **population_test_loss** is its expectation over a fresh sample,
+  is (ridge/2) trace(gram_t).  **test_loss** is the same average over a test set of n_test samples (default
+  n_test = max(2000, n)), drawn once (``settings["test_set"]`` and ``method["test_loss"]`` say which kind):
+
+  - ``test_set="overlaps"`` (default): the test set's coordinates in the span of Theta* and Theta_t.  For x ~ N(0,
+    I_d) independent of Theta_t, r = Theta_t^T x = M_t^T z + Theta_t[k:]^T x[k:] with z = x[:k] ~ N(0, I_k) and
+    Theta_t[k:]^T x[k:] ~ N(0, C_t), C_t = Theta_t[k:]^T Theta_t[k:], independent of z; so with (z_i, g_i) ~ N(0,
+    I_(k+p)) drawn once (p = min(m, d - k)) and R_t (p, m) with R_t^T R_t = C_t (the Cholesky factor, continuous in
+    t), r_i = M_t^T z_i + R_t^T g_i has at every step exactly the law of a fresh test sample's pre-activations, and
+    y_i = h(z_i, eps_i) its response.  A step then costs O(n_test (k + m) m) for the test loss instead of a pass
+    over an (n_test, d) matrix.  (Across steps the g_i are tied to R_t rather than to fixed x_i; each step's law is
+    the same.)
+  - ``test_set="fresh"``: a fresh (n_test, d) test set X_test, read at every step.
+  **population_test_loss** is its expectation over a fresh sample,
   E[l(y, f(M_t^T z + g))] with g ~ N(0, C_t), C_t = gram_t - M_t^T M_t (exact at every d because Theta* is the first
   k axes: r = Theta^T x = M_t^T z + Theta_t[k:]^T x[k:]), by theorykit.population with Gauss-Hermite quadrature
   (orders POPULATION_ORDER, or exact for polynomial sigma, l, h), computed from M and gram on first access (after the
@@ -35,22 +46,26 @@ Conventions (all recorded in ``result.settings``):
 * **Constrained GD**: Theta <- (I - P_hard) Theta at initialisation and after every step.
 * **Randomness**: one ``numpy.random.default_rng(seed)``, drawn in this order: (1) Theta(0) draw, shape (d, m), always
   made (also for the spectral init, so that both inits see the same data for a seed); (2) X train, (n, d);
-  (3) eps train, (n,), only for noisy links; (4) X test, (n_test, d); (5) eps test, (n_test,), only for noisy links.
+  (3) eps train, (n,), only for noisy links; (4) the test set: X test (n_test, d) for test_set "fresh", or its
+  coordinates (z, g) (n_test, k + min(m, d - k)) for "overlaps"; (5) eps test, (n_test,), only for noisy links.
 * **Divergence**: the run stops at the first step t whose train or test loss is not finite, whose train loss exceeds
   1e12 * max(1, train loss at t = 0), or whose ||Theta||_F^2 exceeds 1e100; all arrays stop at step t - 1 (no NaN
   anywhere) and ``diverged_at`` gives the step,
   the loss there (inf when not finite) and a hint on eta.
-* **Per step cost**: one matmul X @ Theta, one X^T @ F, one X_test @ Theta (test loss), plus O((n + n_test) m + d m^2).
+* **Per step cost**: one matmul X @ Theta, one X^T @ F, plus the test loss: O(n_test (k + m) m) from the overlaps
+  (default), or one X_test @ Theta (test_set "fresh"); plus O((n + n_test) m + d m^2).
 * **Kernel** (``kernel``): "numpy" makes those products with NumPy (two passes over X per step); "fused" makes the
   step in one pass over X (:mod:`theorykit.referee._fused`: numba, tiles of rows kept in cache, float64; agrees with
   NumPy to rounding, reproducible bitwise whatever the thread count); "auto" (default) takes "fused" when numba
   compiles the activation and loss and the run is estimated at >= FUSED_AUTO_SECONDS with NumPy (it compiles in a
-  few seconds, once per process), else "numpy".  ``settings["kernel"]`` says which ran, ``method["kernel"]`` why.
-* **Storage of X** (``storage``): "float64" (default), or "float32": X and X_test are drawn in float64 as above,
-  rounded to float32 and kept so (half the memory and half the bytes per pass over X, which is what bounds the step
-  where its arithmetic is cheaper than the read: tables/gd_step_bench.md), and y is the link's response to the
-  rounded x; every product and sum is float64.  One step's gradient agrees with the
-  float64 storage's to ~1e-7 relative (the rounding of X); benchmarks/bench_gd_step.py measures the speed and runs
+  few seconds, once per machine: the compiled code is cached on disk), else "numpy".  ``settings["kernel"]`` says
+  which ran, ``method["kernel"]`` why.
+* **Storage of X** (``storage``): "float64" (default), or "float32": X and X_test (test_set "fresh"; the (n_test,
+  k + p) coordinates of "overlaps" stay float64) are drawn in float64 as above, rounded to float32 and kept so (half
+  the memory and half the bytes per pass over X, which is what bounds the step where its arithmetic is cheaper than
+  the read: tables/gd_step_bench.md), and y is the link's response to the rounded x; every product and sum is
+  float64.  One step's gradient agrees with the float64 storage's to ~1e-7 relative (the rounding of X);
+  benchmarks/bench_gd_step.py measures the speed and runs
   both storages over the same seeds.  ``settings["float"]`` says which.
 """
 from __future__ import annotations
@@ -89,8 +104,11 @@ STORAGES = ("float64", "float32")
 #: a train loss above this factor times max(1, train loss at t = 0) counts as divergence
 LOSS_GROWTH_LIMIT = 1e12
 THETA_STAR_CONVENTION = "first k coordinate axes: Theta* = I_d[:, :k], z = x[:, :k], M_t = Theta_t[:k, :]"
-RNG_ORDER = ("Theta0 (d, m) [always drawn]", "X train (n, d)", "eps train (n,) [noisy links]", "X test (n_test, d)",
-             "eps test (n_test,) [noisy links]")
+RNG_ORDER = ("Theta0 (d, m) [always drawn]", "X train (n, d)", "eps train (n,) [noisy links]",
+             "test set: X test (n_test, d) [test_set 'fresh'] or its coordinates (z, g) (n_test, k + min(m, d - k)) "
+             "[test_set 'overlaps']", "eps test (n_test,) [noisy links]")
+#: simulate's ``test_set``: the test loss from the overlaps (default) or from a fresh (n_test, d) test set
+TEST_SETS = ("overlaps", "fresh")
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,7 @@ class SimulationResult:
     M             (T, k, m) overlaps Theta*^T Theta_t
     gram          (T, m, m) Theta_t^T Theta_t
     train_loss    (T,) empirical risk without the ridge term (add (ridge/2) trace(gram_t) for the penalised risk)
-    test_loss     (T,) average loss on the fresh test set
+    test_loss     (T,) average loss on the test set (settings["test_set"]: "overlaps" or "fresh", module docstring)
     overlap       (T,) the success statistic (cos^2 or subspace overlap, see module doc)
     success       (T,) bool, overlap > 0.5
     escape_time   first t with success, or None
@@ -235,10 +253,12 @@ def _gradient(X, derivs, theta, ridge):
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spectral: bool) -> dict:
-    """Bytes the simulation allocates (float64): data, test set, per-step work arrays, history, spectral matrix."""
+def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spectral: bool,
+                    test_set: str = "fresh") -> dict:
+    """Bytes the simulation allocates (float64): data, test set ((n_test, d), or (n_test, k + min(m, d - k)) for
+    test_set "overlaps"), per-step work arrays, history, spectral matrix."""
     f8 = 8
-    est = {"X": n * d * f8, "X_test": n_test * d * f8,
+    est = {"X": n * d * f8, "X_test": n_test * n_test_columns(test_set, d, m, k) * f8,
            # r, F, grad_f, curv, activation values/derivatives, loss arrays: ~16 (N, m)-sized arrays; Theta + grad
            "work": 16 * (n + n_test) * max(m, 1) * f8 + 4 * d * m * f8,
            "history": (steps + 1) * (k * m + m * m + 4) * f8,
@@ -251,10 +271,16 @@ def memory_estimate(n: int, d: int, m: int, k: int, steps: int, n_test: int, spe
 MAX_SECONDS = 86400.0
 
 
-def _check_cost(n, d, m, steps, n_test):
+def n_test_columns(test_set: str, d: int, m: int, k: int) -> int:
+    """Columns of the test set: d for test_set "fresh", k + min(m, d - k) for "overlaps" (module docstring)."""
+    return d if test_set == "fresh" else k + min(m, d - k)
+
+
+def _check_cost(n, d, m, steps, n_test, test_cols=None):
     """Refuse a run whose estimated time exceeds :data:`MAX_SECONDS`: per step ~2e-4 s of fixed overhead plus ~2 ns
-    per multiply-add of the forward/backward passes on the train and test sets ((n + n_test) d m)."""
-    per_step = 2e-4 + 2e-9 * (n + n_test) * d * max(m, 1)
+    per multiply-add of the forward/backward passes on the train and test sets ((n d + n_test test_cols) m; test_cols
+    = d by default)."""
+    per_step = 2e-4 + 2e-9 * (n * d + n_test * (d if test_cols is None else test_cols)) * max(m, 1)
     est = (steps + 1) * per_step
     if est > MAX_SECONDS:
         raise TheorykitError(f"simulation of {steps} steps at n = {n}, d = {d}, m = {m} would take about "
@@ -262,8 +288,8 @@ def _check_cost(n, d, m, steps, n_test):
     return est
 
 
-def _check_memory(n, d, m, k, steps, n_test, spectral):
-    est = memory_estimate(n, d, m, k, steps, n_test, spectral)
+def _check_memory(n, d, m, k, steps, n_test, spectral, test_set="fresh"):
+    est = memory_estimate(n, d, m, k, steps, n_test, spectral, test_set)
     phys = physical_memory()
     if phys is not None and est["total"] > MEMORY_FRACTION * phys:
         raise TheorykitError(
@@ -274,10 +300,11 @@ def _check_memory(n, d, m, k, steps, n_test, spectral):
 
 
 def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test: Optional[int] = None,
-                  spectral: bool = False) -> tuple:
+                  spectral: bool = False, test_set: str = defaults.SIM_TEST_SET) -> tuple:
     """The simulator's up-front refusals for ``problem`` at dimension d (one-line errors, before any work): n = round(
     delta d) samples in 1..1e15, k <= d latent directions, memory within 60% of physical memory and estimated time
-    within MAX_SECONDS.  steps defaults to the problem's; n_test to max(SIM_N_TEST_MIN, n).  Returns (n, n_test).
+    within MAX_SECONDS.  steps defaults to the problem's; n_test to max(SIM_N_TEST_MIN, n); test_set is simulate's.
+    Returns (n, n_test).
     simulate() calls it; so does any caller that wants the refusal before its own work (e.g. the hessian command,
     before its DMFT solve)."""
     delta = cast(float, problem.delta)  # a simulated Problem has its delta (None would raise TypeError below)
@@ -291,15 +318,20 @@ def check_request(problem: Problem, d: int, steps: Optional[int] = None, n_test:
     if k > d:
         raise TheorykitError(f"the link has k = {k} latent directions but d = {d} < k")
     steps = problem.n_steps if steps is None else steps
-    _check_memory(n, d, m, k, steps, n_test, spectral)
-    _check_cost(n, d, m, steps, n_test)
+    check_test_set(test_set)
+    _check_memory(n, d, m, k, steps, n_test, spectral, test_set)
+    _check_cost(n, d, m, steps, n_test, n_test_columns(test_set, d, m, k))
     return n, n_test
 
 
-def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int, storage: str = "float64"):
+def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int, storage: str = "float64",
+                  test_set: str = "fresh"):
     """(Theta(0), X, y, X_test, y_test) from one default_rng(seed), in the documented order (RNG_ORDER).  storage
-    "float32": X and X_test rounded to float32 as drawn (the same draws), y the response to the rounded x."""
+    "float32": X and X_test rounded to float32 as drawn (the same draws), y the response to the rounded x.
+    test_set "overlaps": X_test is the test set's coordinates (z, g), (n_test, k + min(m, d - k)) float64, and
+    y_test the response to z (module docstring)."""
     check_storage(storage)
+    check_test_set(test_set)
     lk, m = problem.link_obj, problem.m
     k = lk.k
     rng = np.random.default_rng(seed)
@@ -313,7 +345,10 @@ def draw_instance(problem: Problem, d: int, n: int, n_test: int, seed: int, stor
     X = rng.standard_normal((n, d)).astype(dtype, copy=False)
     eps = rng.standard_normal(n) if lk.noisy else None
     y = np.asarray(lk.response(X[:, :k].astype(float), eps), dtype=float)
-    X_test = rng.standard_normal((n_test, d)).astype(dtype, copy=False)
+    if test_set == "fresh":
+        X_test = rng.standard_normal((n_test, d)).astype(dtype, copy=False)
+    else:
+        X_test = rng.standard_normal((n_test, n_test_columns(test_set, d, m, k)))
     eps_test = rng.standard_normal(n_test) if lk.noisy else None
     y_test = np.asarray(lk.response(X_test[:, :k].astype(float), eps_test), dtype=float)
     return theta, X, y, X_test, y_test
@@ -324,6 +359,35 @@ def check_kernel(kernel) -> str:
     if kernel not in KERNELS:
         raise TheorykitError(f"kernel must be one of {', '.join(repr(k) for k in KERNELS)}, got {kernel!r}")
     return kernel
+
+
+def check_test_set(test_set) -> str:
+    """test_set must be one of TEST_SETS (one-line error otherwise)."""
+    if test_set not in TEST_SETS:
+        raise TheorykitError(f"test_set must be one of {', '.join(repr(s) for s in TEST_SETS)}, got {test_set!r}")
+    return test_set
+
+
+def overlap_weights(theta: np.ndarray, k: int, p: int) -> np.ndarray:
+    """(k + p, m) weights W_t = [M_t; R_t] of test_set "overlaps": the test pre-activations are (z, g) @ W_t, with
+    M_t = Theta_t[:k] and R_t (p, m), R_t^T R_t = C_t = Theta_t[k:]^T Theta_t[k:] (the upper Cholesky factor, or
+    from the eigendecomposition where C_t is singular; NaN where Theta_t is not finite)."""
+    m = theta.shape[1]
+    W = np.empty((k + p, m))
+    W[:k] = theta[:k]
+    Tc = theta[k:]
+    C = Tc.T @ Tc
+    if not np.all(np.isfinite(C)):
+        W[k:] = np.nan
+        return W
+    try:
+        if p < m:
+            raise np.linalg.LinAlgError("rank p < m")
+        W[k:] = np.linalg.cholesky(C).T
+    except np.linalg.LinAlgError:  # singular C_t (rank <= p): R_t from its top p eigenpairs
+        w, U = np.linalg.eigh((C + C.T) / 2)
+        W[k:] = (np.sqrt(np.clip(w[m - p:], 0.0, None))[:, None] * U[:, m - p:].T)
+    return W
 
 
 def check_storage(storage) -> str:
@@ -453,7 +517,8 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
              hessian_every: int = defaults.SIM_HESSIAN_EVERY, hessian_k: int = defaults.SIM_HESSIAN_K,
              hessian_method: str = defaults.SIM_HESSIAN_METHOD, n_test: Optional[int] = None,
              progress: bool = False, stop_after_escape: Optional[int] = None, kernel: str = "auto",
-             threads: Optional[int] = None, storage: str = "float64") -> SimulationResult:
+             threads: Optional[int] = None, storage: str = "float64",
+             test_set: str = defaults.SIM_TEST_SET) -> SimulationResult:
     """Full-batch GD of docs/theory.md §1 at finite d; see the module docstring for every convention.
 
     Theta^{t+1} = (1 - eta_t ridge) Theta^t - (eta_t/n) sum_i x_i F(r_i^t, y_i)^T on n = round(delta d) samples
@@ -489,6 +554,10 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
         md <= 400).
     n_test : int, optional
         Test-set size (default max(2000, n)).
+    test_set : str
+        "overlaps" (default): the test loss from the test set's coordinates in the span of Theta* and Theta_t, exact
+        in law at every step and O(n_test (k + m) m) per step; "fresh": a fresh (n_test, d) test set read at every
+        step (module docstring).  ``settings["test_set"]`` and ``method["test_loss"]`` say which.
     progress : bool
         Draw a progress bar on stderr.
     stop_after_escape : int, optional
@@ -532,10 +601,10 @@ def simulate(activation=None, link=None, loss=None, width=None, *, problem: Opti
                      constrained=constrained, seed=seed, hessian_every=hessian_every, hessian_k=hessian_k,
                      hessian_method=hessian_method, n_test=n_test,
                      progress=progress, stop_after_escape=stop_after_escape, kernel=kernel, threads=threads,
-                     storage=storage)
+                     storage=storage, test_set=test_set)
 
 
-def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
+def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps, test_cols=None):
     """(FusedStep or None, settings["kernel"], method["kernel"]) for simulate's ``kernel`` argument."""
     from ._fused import FusedStep, fused_kernel
 
@@ -545,7 +614,7 @@ def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
     numpy_text = "numpy: X @ Theta and X^T F as two matmuls per step (two passes over X)"
     if kernel == "numpy":
         return None, "numpy", numpy_text + " (asked for)"
-    est = _check_cost(n, d, m, steps, n_test)
+    est = _check_cost(n, d, m, steps, n_test, test_cols)
     if kernel == "auto" and est < FUSED_AUTO_SECONDS:
         return None, "numpy", numpy_text + (f" (auto: estimated {est:.2g} s < {FUSED_AUTO_SECONDS:g} s, "
                                             "not worth compiling)")
@@ -559,7 +628,7 @@ def _choose_kernel(kernel, threads, net, n, n_test, d, m, steps):
 
 def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessian_every, hessian_k,
               hessian_method, n_test, progress, stop_after_escape=None, kernel="auto", threads=None,
-              storage="float64") -> SimulationResult:
+              storage="float64", test_set=defaults.SIM_TEST_SET) -> SimulationResult:
     from ..symbolic.ingredients import preprocessing
 
     delta, ridge, steps, eta = problem.delta, problem.ridge, problem.n_steps, problem.eta
@@ -580,11 +649,13 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     net = problem.network
     lk = problem.link_obj
     m, k = net.m, lk.k
-    n, n_test = check_request(problem, d, steps=steps, n_test=n_test, spectral=init == "spectral")
+    n, n_test = check_request(problem, d, steps=steps, n_test=n_test, spectral=init == "spectral", test_set=test_set)
+    p_test = n_test_columns(test_set, d, m, k) - k  # "overlaps": test coordinates along Theta_t's complement
     if stop_after_escape is not None:
         stop_after_escape = check_int("stop_after_escape", stop_after_escape, 0)
     hessian_fn = _hessian_function() if hessian_every else None
-    fused, kernel_name, kernel_text = _choose_kernel(kernel, threads, net, n, n_test, d, m, steps)
+    fused, kernel_name, kernel_text = _choose_kernel(kernel, threads, net, n, n_test, d, m, steps,
+                                                     n_test_columns(test_set, d, m, k))
     T_fn = None
     if init == "spectral":
         T_fn = preprocessing(DEFAULT_SPECTRAL_T if spectral_T is None else spectral_T)
@@ -600,7 +671,7 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     hard_dirs = np.zeros((d, kH))
     hard_dirs[:k] = hard_basis  # Theta* @ hard_basis with Theta* = first k axes
 
-    theta, X, y, X_test, y_test = draw_instance(problem, d, n, n_test, seed, storage)
+    theta, X, y, X_test, y_test = draw_instance(problem, d, n, n_test, seed, storage, test_set)
     X64 = None
 
     spectral_eigenvalues = None
@@ -626,13 +697,19 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
         "hessian_method": hessian_method,
         "k": k, "hard_dim": kH, "hard_basis": hard_basis.tolist(), "success_target": target_name,
         "success_threshold": SUCCESS_THRESHOLD, "float": storage, "stop_after_escape": stop_after_escape,
-        "stopped_at": None, "kernel": kernel_name,
+        "stopped_at": None, "kernel": kernel_name, "test_set": test_set,
     }
     method_text = {"theta_star": THETA_STAR_CONVENTION, "rng_order": list(RNG_ORDER),
                    "train_loss": "empirical risk without the ridge term; ridge term = (ridge/2) trace(gram)",
                    "kernel": kernel_text,
+                   "test_loss": (f"average over a fresh test set of n_test = {n_test} samples (X_test, n_test x d), "
+                                 "read at every step" if test_set == "fresh" else
+                                 f"average over n_test = {n_test} test samples from the overlaps: pre-activations "
+                                 "M_t^T z + R_t^T g, (z, g) ~ N(0, I) drawn once, R_t^T R_t = Theta_t[k:]^T "
+                                 "Theta_t[k:]; the law of a fresh test set's average at every step"),
                    "storage": ("X and X_test in float64" if storage == "float64" else
-                               "X and X_test rounded to float32 as drawn (y from the rounded x); float64 arithmetic")}
+                               "X and X_test rounded to float32 as drawn (y from the rounded x); float64 arithmetic"
+                               + ("" if test_set == "fresh" else " (the test set's coordinates stay float64)"))}
 
     M_hist = np.empty((steps + 1, k, m))
     gram_hist = np.empty((steps + 1, m, m))
@@ -646,17 +723,23 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
     bar = Progress(steps, label="simulate", unit="steps") if progress else None  # update(t): t steps done
     inv_n = 1.0 / n
     escaped_at = None
+
+    def test_inputs(th):  # (test matrix, weights): the test pre-activations are their product
+        return (X_test, th) if test_set == "fresh" else (X_test, overlap_weights(th, k, p_test))
+
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             for t in range(steps + 1):
                 if fused is None:
                     derivs = net.evaluate(X @ theta, y)  # first matmul
                     tr = float(np.sum(derivs.loss)) * inv_n
-                    te = float(np.mean(net.loss_values(X_test @ theta, y_test)))
-                else:  # one pass over X for the loss and X^T F, one over X_test for the test loss
+                    Xt, Wt = test_inputs(theta)
+                    te = float(np.mean(net.loss_values(Xt @ Wt, y_test)))
+                else:  # one pass over X for the loss and X^T F, one over the test set for the test loss
                     loss_sum, g_sum = fused.step(X, y, theta)
                     tr = loss_sum * inv_n
-                    te = fused.loss_sum(X_test, y_test, theta) / n_test
+                    Xt, Wt = test_inputs(theta)
+                    te = fused.loss_sum(Xt, y_test, Wt) / n_test
                     derivs = None
                     if (t == 0 and not math.isfinite(tr)) or (hessian_every and t % hessian_every == 0):
                         derivs = net.evaluate(X @ theta, y)  # the per-sample quantities, for the error or Hessian
@@ -667,7 +750,8 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                     err = (None if math.isfinite(tr) else
                            loss_undefined_at_start(net.loss, derivs.loss, y, derivs.f, "training sample"))
                     if err is None and not math.isfinite(te):
-                        f_test = net.output(X_test @ theta)
+                        Xt, Wt = test_inputs(theta)
+                        f_test = net.output(Xt @ Wt)
                         err = loss_undefined_at_start(net.loss, net.loss.numpy(y_test, f_test)[0], y_test, f_test,
                                                       "test sample")
                     if err is not None:

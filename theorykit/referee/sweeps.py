@@ -186,10 +186,12 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         if key in simulate_kwargs:
             raise TheorykitError(f"'{key}' is set by the sweep itself")
     # choices that every run would refuse alike are refused once, before any run starts
-    from .gd import check_kernel, check_storage
+    from .gd import check_kernel, check_storage, check_test_set
 
     if "storage" in simulate_kwargs:
         check_storage(simulate_kwargs["storage"])
+    if "test_set" in simulate_kwargs:
+        check_test_set(simulate_kwargs["test_set"])
     if "kernel" in simulate_kwargs:
         check_kernel(simulate_kwargs["kernel"])
     if simulate_kwargs.get("problem") is not None:
