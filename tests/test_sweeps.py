@@ -52,7 +52,8 @@ def test_parallel_equals_serial_and_csv_roundtrip(tmp_path):
     cols = ["delta", "seed", "success", "escape_time", "final_overlap", "final_train_loss"]
     pd.testing.assert_frame_equal(df1[cols], df2[cols])
     back = read_csv(str(path))
-    assert back.attrs["settings"]["simulate"]["eta"] == 0.05 and back.attrs["settings"]["seeds"] == list(range(6))
+    assert back.attrs["settings"]["simulate"]["eta"] == 0.05 and df2.attrs["settings"]["seeds"] == list(range(6))
+    assert sorted(set(back.seed)) == list(range(6))
     np.testing.assert_allclose(back.final_overlap, df2.final_overlap)
     # every row is exactly the run simulate gives for its (delta, seed): the sweep adds no reseeding or mixing
     for row in df2.itertuples():
@@ -113,6 +114,11 @@ def test_cli_sweep_json(tmp_path, capsys):
     assert main(["sweep", "--activation", "quad", "--link", "phase-retrieval", "--d", "40", "--steps", "10",
                  "--eta", "0.05", "--deltas", "2,-1"]) == 2
     assert "positive" in capsys.readouterr().err
+    # --keep: the runs' trajectories in the JSON (and the CSV), the run's own
+    rc = main(["sweep", "--activation", "quad", "--link", "phase-retrieval", "--d", "60", "--steps", "30",
+               "--eta", "0.05", "--deltas", "6", "--seeds", "1", "--processes", "1", "--keep", "overlap", "--json"])
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert rc == 0 and run["overlap_t"] == simulate(delta=6.0, seed=0, **BASE).overlap.tolist()
 
 
 def test_diverged_runs_count_against_the_success_fraction():
@@ -220,11 +226,42 @@ def test_resume_into_other_settings_is_refused(tmp_path, counted):
     with pytest.raises(TheorykitError, match=r"other settings.*simulate") as err:
         sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **{**BASE, "eta": 0.1})
     assert "\n" not in str(err.value)
-    with pytest.raises(TheorykitError, match=r"other settings.*seeds"):
-        sweep([6.0], [0, 1, 2], processes=1, csv=str(path), progress=False, **BASE)
-    with pytest.raises(TheorykitError, match=r"other settings.*deltas"):
-        sweep([6.0, 8.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
+    with pytest.raises(TheorykitError, match=r"other settings.*keep"):
+        sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, keep=["overlap"], **BASE)
     assert counted == [] and path.read_text() == before  # nothing ran, the file is untouched
+
+
+def test_more_seeds_or_deltas_extend_the_file(tmp_path, counted):
+    """A row is one (delta, seed) run: the same settings with other seeds or deltas compute only the new runs, and
+    return only the rows asked for."""
+    path = tmp_path / "s.csv"
+    sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
+    counted.clear()
+    df = sweep([6.0], [0, 1, 2], processes=1, csv=str(path), progress=False, **BASE)
+    assert counted == [(6.0, 2)] and list(df.seed) == [0, 1, 2] and df.attrs["summary"]["skipped"] == 2
+    counted.clear()
+    df = sweep([6.0, 8.0], [1], processes=1, csv=str(path), progress=False, **BASE)
+    assert counted == [(8.0, 1)] and list(df.delta) == [6.0, 8.0] and list(df.seed) == [1, 1]
+    assert len(read_csv(str(path))) == 4
+
+
+def test_kept_trajectories_are_the_runs_own(tmp_path):
+    """keep=("overlap", "full"): each row holds its run's per-step arrays, as simulate gives them, through the CSV
+    and back; an unknown keep is one line."""
+    path = tmp_path / "k.csv"
+    df = sweep([6.0], [3], processes=1, csv=str(path), progress=False, keep=("full", "overlap"), **BASE)
+    res = simulate(delta=6.0, seed=3, **BASE)
+    row = read_csv(str(path)).iloc[0]
+    for r in (df.iloc[0], row):
+        np.testing.assert_array_equal(np.asarray(r.M_t), res.M)
+        np.testing.assert_array_equal(np.asarray(r.overlap_t), res.overlap)
+        np.testing.assert_array_equal(np.asarray(r.success_t, dtype=bool), res.success)
+        np.testing.assert_allclose(np.asarray(r.test_loss_t), res.population_test_loss, rtol=1e-12)
+        assert len(r.train_loss_t) == len(res.t) and r.test_kind.startswith("population")
+    with pytest.raises(TheorykitError, match="keep: unknown trajectory 'overlaps'"):
+        sweep([6.0], [3], processes=1, keep=["overlaps"], **BASE)
+    plain = sweep([6.0], [3], processes=1, progress=False, **BASE)
+    assert "M_t" not in plain.columns
 
 
 def test_unwritable_csv_is_refused_before_any_run(tmp_path, counted, capsys):

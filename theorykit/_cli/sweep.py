@@ -1,7 +1,10 @@
-"""theorykit sweep ... --deltas 2,4,6 --seeds 8 [--processes P | --scheduler ADDRESS] [--out FILE.csv] [--json]
+"""theorykit sweep ... --deltas 2,4,6 --seeds 8 [--processes P | --scheduler ADDRESS] [--out FILE.csv]
+[--keep overlap|full ...] [--json]
 
-With --out the rows are appended as runs finish and rerunning the same command resumes an interrupted sweep (a file
-written with other settings is refused).  Exit status 2, with one line, when every run failed.
+With --out the rows are appended as runs finish and rerunning the same command resumes an interrupted sweep; the
+same settings with more deltas or seeds extend it (a file written with other settings is refused).  --keep adds each
+run's trajectories (per step: overlap_t and success_t; M_t, gram_t, train_loss_t, test_loss_t) to its row.  Exit
+status 2, with one line, when every run failed.
 """
 import math
 import sys
@@ -23,6 +26,9 @@ def add_parser(sub):
     add_worker_arguments(p)
     p.add_argument("--out", default=None, help="CSV file: settings recorded in its header, each row appended as its "
                                                "run finishes; rerun the same command to resume an interrupted sweep")
+    p.add_argument("--keep", action="append", choices=["overlap", "full"], default=None,
+                   help="also record each run's trajectories (repeatable): overlap (hard overlap and success per "
+                        "step), full (M, gram, train loss and population test loss per step)")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr even when not a terminal")
     return p
 
@@ -87,7 +93,7 @@ def run(args) -> dict:
                              f"{MAX_RUNS} in one sweep")
     check_workers(args)
     df = sweep(deltas, seeds, processes=args.processes, csv=args.out, progress=args.progress or None, quiet=True,
-               scheduler=args.scheduler, **simulation_kwargs(args))
+               scheduler=args.scheduler, keep=args.keep or (), **simulation_kwargs(args))
     bad = failure_message(df)
     if bad and (df.status == "failed").all():
         first = df.iloc[0]
@@ -120,8 +126,9 @@ NULL_MEANS_SUMMARY = {"median_escape_time": "no run that finished escaped at thi
 
 
 def _nulls(records):
-    """NaN (pandas' empty cell) -> None."""
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in records]
+    """NaN (pandas' empty cell) -> None; kept trajectories (arrays) -> lists."""
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v.tolist() if hasattr(v, "tolist") else v)
+             for k, v in r.items()} for r in records]
 
 
 def _num(v, width: int, spec: str = ".3f") -> str:

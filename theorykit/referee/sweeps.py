@@ -9,8 +9,13 @@ run).  With ``csv=PATH`` no work is lost:
 * PATH is checked writable before anything is computed;
 * its ``#`` header lines record every setting as JSON, and each row is appended as its run finishes;
 * rerunning the same sweep resumes it: runs with a row in PATH are not computed again (failed ones are retried);
-  a PATH written with other settings (simulate's arguments, deltas, seeds) is refused;
+  the same settings with other deltas or seeds extend it (a row is one (delta, seed) run; the rows returned are
+  those asked for); a PATH written with other settings (simulate's arguments, what is kept) is refused;
 * Ctrl-C stops the worker processes at once; the rows written stay, ready to resume.
+
+With ``keep`` each row also holds the run's trajectories (JSON arrays, :data:`TRAJECTORIES`): "overlap" the hard
+overlap and success per step, "full" the overlaps M_t, gram_t, train loss and population test loss per step.  This
+is the one seed runner: the validation studies call it too (``theorykit.validation.seeds.run_sims``).
 
 Summaries (:func:`summarise`) give the success fraction per delta with its binomial standard error and Wilson 95%
 interval: successes / (ok + diverged) runs (a diverged run is a run that did not succeed); failed runs (errors) are
@@ -33,7 +38,8 @@ import pandas as pd
 from ..errors import TheorykitError
 from ..runner import read_rows, run_jobs, wilson
 
-__all__ = ["sweep", "summarise", "read_csv", "failure_message", "COLUMNS", "SUMMARY_COLUMNS"]
+__all__ = ["sweep", "summarise", "read_csv", "failure_message", "columns", "COLUMNS", "SUMMARY_COLUMNS",
+           "TRAJECTORIES"]
 
 COLUMNS = ["delta", "seed", "status", "success", "escape_time", "final_overlap", "max_overlap", "final_train_loss",
            "final_test_loss", "steps_run", "seconds", "error"]
@@ -42,10 +48,39 @@ _FLOATS = ["escape_time", "final_overlap", "max_overlap", "final_train_loss", "f
 SUMMARY_COLUMNS = ["delta", "runs", "ok", "diverged", "failed", "successes", "success_probability", "stderr", "low",
                    "high", "median_escape_time"]
 SUCCESS = "hard overlap > 0.5 at some recorded step (escape_time not None)"
+#: what ``keep`` may ask for, and the trajectory columns (JSON arrays, one entry per recorded step) each adds
+TRAJECTORIES = {"overlap": ["overlap_t", "success_t"],
+                "full": ["M_t", "gram_t", "train_loss_t", "test_loss_t", "test_kind"]}
+TEST_KIND = "population test loss (exact expectation over a fresh sample given M_t, gram_t)"
 
 
-def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
-    """One run (the runner's worker): the row of simulate(delta, seed, **kwargs), or a failed row with its error."""
+def check_keep(keep) -> tuple:
+    """``keep`` as a sorted tuple of TRAJECTORIES' keys (one-line error otherwise)."""
+    keep = (keep,) if isinstance(keep, str) else tuple(keep or ())
+    bad = [k for k in keep if k not in TRAJECTORIES]
+    if bad:
+        raise TheorykitError(f"keep: unknown trajectory {bad[0]!r}; choose from {', '.join(TRAJECTORIES)}")
+    return tuple(sorted(set(keep)))
+
+
+def columns(keep=()) -> list:
+    """The sweep's columns: :data:`COLUMNS` and the trajectory columns of ``keep``."""
+    return COLUMNS + [c for k in check_keep(keep) for c in TRAJECTORIES[k]]
+
+
+def _trajectories(res, keep) -> dict:
+    out: dict[str, Any] = {}
+    if "overlap" in keep:
+        out.update(overlap_t=np.asarray(res.overlap, dtype=float), success_t=np.asarray(res.success, dtype=bool))
+    if "full" in keep:
+        out.update(M_t=np.asarray(res.M), gram_t=np.asarray(res.gram), train_loss_t=np.asarray(res.train_loss),
+                   test_loss_t=np.asarray(res.population_test_loss), test_kind=TEST_KIND)
+    return out
+
+
+def _run_one(delta: float, seed: int, kwargs: dict, keep: tuple = ()) -> dict:
+    """One run (the runner's worker): the row of simulate(delta, seed, **kwargs) (with the trajectories of
+    ``keep``), or a failed row with its error."""
     from .gd import simulate
 
     t0 = time.time()
@@ -59,7 +94,8 @@ def _run_one(delta: float, seed: int, kwargs: dict) -> dict:
         row.update(status=res.status, success=bool(res.escape_time is not None),
                    escape_time=res.escape_time, final_overlap=float(res.overlap[-1]),
                    max_overlap=float(np.max(res.overlap)), final_train_loss=float(res.train_loss[-1]),
-                   final_test_loss=float(res.test_loss[-1]), steps_run=int(len(res.t) - 1), error="")
+                   final_test_loss=float(res.test_loss[-1]), steps_run=int(len(res.t) - 1), error="",
+                   **_trajectories(res, keep))
     except Exception as e:  # recorded, never swallowed: the row says failed and why
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         row.update(status="failed", success=None, escape_time=None, final_overlap=None, max_overlap=None,
@@ -76,8 +112,9 @@ def _refuse_duplicates(name: str, values: list) -> None:
                              f"give each once")
 
 
-def _settings(deltas: list, seeds: list, simulate_kwargs: dict) -> dict:
-    """What determines the rows (recorded in the CSV header; resuming with other settings is refused)."""
+def _settings(simulate_kwargs: dict, keep: tuple = ()) -> dict:
+    """What determines each (delta, seed) row (recorded in the CSV header; resuming with other settings is
+    refused; other deltas and seeds only add rows)."""
     from ..problem import Problem
 
     def text(v):
@@ -85,13 +122,16 @@ def _settings(deltas: list, seeds: list, simulate_kwargs: dict) -> dict:
             return v.as_dict()
         return v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
 
-    return {"simulate": {k: text(v) for k, v in simulate_kwargs.items()},
-            "deltas": deltas, "seeds": seeds, "success": SUCCESS}
+    out = {"simulate": {k: text(v) for k, v in simulate_kwargs.items()}, "success": SUCCESS}
+    if keep:
+        out["keep"] = list(keep)
+    return out
 
 
-def _table(df: pd.DataFrame) -> pd.DataFrame:
-    """The runner's frame as the sweep's: COLUMNS in (delta, seed) order, floats as floats (NaN when empty)."""
-    df = df.reindex(columns=COLUMNS).copy()
+def _table(df: pd.DataFrame, keep: tuple = ()) -> pd.DataFrame:
+    """The runner's frame as the sweep's: :func:`columns` in (delta, seed) order, floats as floats (NaN when
+    empty)."""
+    df = df.reindex(columns=columns(keep)).copy()
     for c in _FLOATS:
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["delta"] = df["delta"].astype(float)
@@ -111,6 +151,7 @@ def failure_message(df: pd.DataFrame) -> Optional[str]:
 
 def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[int] = None,
           csv: Optional[str] = None, progress: Optional[bool] = None, quiet: bool = False, scheduler=None,
+          keep: Sequence[str] = (), label: str = "sweep", deadline: Optional[float] = None,
           **simulate_kwargs) -> pd.DataFrame:
     """Run :func:`simulate` for every delta in ``deltas`` and seed in ``seeds`` (same seeds at every delta).
 
@@ -127,8 +168,9 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         Worker processes (default: the number of CPUs, at most the number of runs; 1 runs in-process).
     csv : str, optional
         A file the rows are appended to as runs finish (checked writable first; settings in its ``#`` header).  If
-        it already holds rows of this same sweep, only the missing runs (and the failed ones) are computed; a file
-        written with other settings is refused.  Without it the runs go to a temporary file, removed afterwards.
+        it already holds rows with these settings (any deltas and seeds), only the missing runs (and the failed
+        ones) are computed; a file written with other settings (simulate's arguments, keep) is refused.  Without
+        it the runs go to a temporary file, removed afterwards.
     progress : bool, optional
         One progress bar on stderr (default: when stderr is a terminal).
     quiet : bool
@@ -138,6 +180,13 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         workers as tasks, one per run, single-threaded (``processes`` is ignored); rows, resuming and the CSV are as
         with local processes (the scheduler is not part of the settings, so a sweep started locally resumes on a
         cluster and back).
+    keep : sequence of str
+        Trajectories each row also holds (JSON arrays over the recorded steps, :data:`TRAJECTORIES`): "overlap"
+        (overlap_t, success_t), "full" (M_t, gram_t, train_loss_t, test_loss_t = the population test loss).
+    label : str
+        The progress bar's label.
+    deadline : float, optional
+        A ``time.time()`` value after which no run is started (those runs have no row; a rerun does them).
     **simulate_kwargs
         Every other argument of simulate (activation, link, loss, width, d, steps, eta, ...), or ``problem=`` a
         :class:`theorykit.Problem` (its delta is replaced by each of ``deltas``) with simulate's numeric settings
@@ -148,7 +197,9 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     pandas.DataFrame
         One row per (delta, seed), with columns :data:`COLUMNS` (delta, seed, status, success, escape_time,
         final_overlap, max_overlap, final_train_loss, final_test_loss, steps_run, seconds, error) sorted by
-        (delta, seed); ``df.attrs["settings"]`` holds the settings written to the CSV header (plus ``processes``).
+        (delta, seed), then the trajectory columns of ``keep``; ``df.attrs["settings"]`` holds the settings written
+        to the CSV header (plus ``processes``), ``df.attrs["summary"]`` the runner's account (rows reused, run,
+        failed, not started).
         A sweep in which every run failed is returned like any other (every row says why); the ``theorykit sweep``
         command exits with status 2 on it.
 
@@ -156,7 +207,7 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     ------
     TheorykitError
         Deltas that are not positive numbers, seeds that are not integers, an empty grid, a repeated delta or seed,
-        a csv written with other settings.
+        an unknown ``keep``, a csv written with other settings.
     KeyboardInterrupt
         Ctrl-C stops the workers at once and re-raises KeyboardInterrupt; the rows written to ``csv`` stay.
 
@@ -182,6 +233,7 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         raise TheorykitError(f"every delta must be a positive number, got {deltas}")
     _refuse_duplicates("deltas", deltas)
     _refuse_duplicates("seeds", seeds)
+    keep = check_keep(keep)
     for key in ("delta", "seed", "progress"):
         if key in simulate_kwargs:
             raise TheorykitError(f"'{key}' is set by the sweep itself")
@@ -208,9 +260,9 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     # (on a Dask cluster every worker thread runs one task: one thread each)
     run_kwargs = {"threads": 1 if scheduler is not None else max(1, (os.cpu_count() or 1) // processes),
                   **simulate_kwargs}
-    jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": run_kwargs}
+    jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": run_kwargs, "keep": keep}
             for dl in deltas for s in seeds]
-    settings = _settings(deltas, seeds, simulate_kwargs)
+    settings = _settings(simulate_kwargs, keep)
     tmp = None
     if csv:
         out = os.fspath(csv)
@@ -218,13 +270,17 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
         tmp = tempfile.mkdtemp(prefix="theorykit_sweep_")
         out = os.path.join(tmp, "sweep.csv")
     try:
-        df = run_jobs(jobs, _run_one, out, COLUMNS, settings=settings, processes=processes, progress=progress,
-                      label="sweep", unit="runs", quiet=True, temporary=tmp is not None, scheduler=scheduler)
+        df = run_jobs(jobs, _run_one, out, columns(keep), settings=settings, processes=processes,
+                      json_columns=[c for k in keep for c in TRAJECTORIES[k] if c != "test_kind"],
+                      progress=progress, label=label, unit="runs", quiet=True, temporary=tmp is not None,
+                      scheduler=scheduler, deadline=deadline)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    df = _table(df)
-    df.attrs["settings"] = {**settings, "processes": processes}
+    summary = df.attrs["summary"]
+    df = _table(df, keep)
+    df.attrs["settings"] = {**settings, "deltas": deltas, "seeds": seeds, "processes": processes}
+    df.attrs["summary"] = summary
     msg = failure_message(df)
     if msg and not quiet:
         sys.stderr.write(msg + "\n")
@@ -250,7 +306,7 @@ def read_csv(path: str) -> pd.DataFrame:
     else:
         df = read_rows(path)
         settings = df.attrs.get("settings") or {}
-    df = _table(df)
+    df = _table(df, tuple(settings.get("keep", ())))
     df.attrs["settings"] = settings
     return df
 

@@ -1,15 +1,13 @@
-"""The simulator seed runner of the comparison tables: GD (``theorykit.simulate``) at one setting for many seeds, on
-the resumable runner (:func:`theorykit.runner.run_jobs`).
+"""The validation studies' view of the one seed runner (:func:`theorykit.referee.sweep` with ``keep``): GD at one
+setting for many seeds, with the trajectories the comparisons need, as one dict per seed.
 
-With ``cache=DIR`` the per-seed results (status, escape time, and the trajectories asked for) are appended to
-``DIR/sims_d<d>_<hash>.csv`` (the hash covers every simulate argument but the seed, what is kept and the theorykit
-version), so an interrupted or extended run reuses every seed already done; without it they go to a temporary file.
+With ``cache=DIR`` the sweep's file is ``DIR/sims_d<d>_<hash>.csv`` (:func:`cache_file`: the hash covers every
+simulate argument but the seed, what is kept and the theorykit version), so an interrupted or extended run reuses
+every seed already done; without it the rows go to a temporary file.
 """
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from typing import Iterable, Optional, Sequence
 
@@ -17,109 +15,68 @@ import numpy as np
 
 from ..cache import content_key
 from ..errors import TheorykitError
-from ..runner import normalise, run_jobs
 from ..report.writer import log as _log
 
-__all__ = ["run_sims", "gd_run", "stack", "zero_mean_covariates", "has_population_test_loss", "SIM_COLUMNS"]
+__all__ = ["run_sims", "cache_file", "stack", "zero_mean_covariates"]
 
-#: columns of a seed-runner file (trajectories as JSON)
-SIM_COLUMNS = ["seed", "status", "escape_time", "steps", "overlap", "success", "M", "gram", "train", "test",
-               "test_kind"]
-_JSON = ["overlap", "success", "M", "gram", "train", "test"]
-_ARRAYS = {"overlap": float, "success": bool, "M": float, "gram": float, "train": float, "test": float}
-
-
-def has_population_test_loss() -> bool:
-    """Whether the simulator's result has the population test loss (a property, not a dataclass field)."""
-    from ..referee import SimulationResult
-
-    return hasattr(SimulationResult, "population_test_loss")
-
-
-def gd_run(sim: dict, keep: Sequence[str] = ("full",)) -> dict:
-    """One simulator run (the runner's worker): ``tk.simulate(**sim)``; keeps status, escape_time, steps, and with
-    "overlap" in ``keep`` the hard overlap and success per step, with "full" M, gram, train and test loss per step
-    (test = the population test loss when the simulator has one, else the fresh-test-set average)."""
-    from ..referee import simulate
-
-    r = simulate(**sim)
-    out = {"seed": sim.get("seed"), "status": r.status, "escape_time": r.escape_time, "steps": len(r.t)}
-    if "overlap" in keep:
-        out["overlap"] = np.asarray(r.overlap)
-        out["success"] = np.asarray(r.success)
-    if "full" in keep:
-        pop = getattr(r, "population_test_loss", None)
-        out.update(M=np.asarray(r.M), gram=np.asarray(r.gram), train=np.asarray(r.train_loss),
-                   test=np.asarray(pop if pop is not None else r.test_loss),
-                   test_kind=("population" if pop is not None else "fresh test set"))
-    return out
-
-
-def _settings(base: dict, keep) -> dict:
-    from ..version import __version__
-
-    return normalise({"simulate": {k: v for k, v in base.items() if k != "seed"}, "keep": sorted(keep),
-                       "theorykit": __version__})
+#: the seed dicts' keys for the sweep's trajectory columns
+_KEYS = {"overlap_t": ("overlap", float), "success_t": ("success", bool), "M_t": ("M", float),
+         "gram_t": ("gram", float), "train_loss_t": ("train", float), "test_loss_t": ("test", float)}
 
 
 def cache_file(cache: str, base: dict, keep=("full",)) -> str:
-    """The runner file of this setting in the folder ``cache``."""
-    h = content_key(_settings(base, keep), 12)
+    """The sweep file of this setting (``base``: simulate's keyword arguments, delta included) in the folder
+    ``cache``."""
+    from ..version import __version__
+
+    h = content_key({"simulate": {k: v for k, v in base.items() if k != "seed"}, "keep": sorted(keep),
+                     "theorykit": __version__}, 12)
     return os.path.join(cache, f"sims_d{base.get('d')}_{h}.csv")
 
 
 def run_sims(base: dict, seeds: Iterable[int], keep: Sequence[str] = ("full",), processes: int = 2, label: str = "",
              *, cache: Optional[str] = None, deadline: Optional[float] = None, progress: Optional[bool] = None,
              verbose: bool = True) -> list:
-    """Run the simulator with ``base`` (simulate's keyword arguments) for every seed, in parallel, resumably.
+    """GD with ``base`` (simulate's keyword arguments, delta included) for every seed: :func:`theorykit.referee.sweep`
+    over the one delta, keeping ``keep`` ("overlap" and/or "full").
 
     Returns one dict per seed that ran (in seed order): seed, status ("ok" / "diverged"), escape_time, steps, seconds
-    and the kept arrays (overlap, success; M, gram, train, test, test_kind).  n_test defaults to 1 (the population test
-    loss, or success only, is used).  Seeds not started before ``deadline`` (a ``time.time()`` value) are left out.
-    A run that raises is recorded in the file and then reported here as a TheorykitError (after every other seed
-    ran, so a rerun resumes).
+    and the kept arrays (overlap, success; M, gram, train, test = the population test loss, test_kind).  n_test
+    defaults to 1 (the population test loss is used).  Seeds not started before ``deadline`` (a ``time.time()``
+    value) are left out.  A run that raises is recorded as failed in the sweep's file and reported here as a
+    TheorykitError (after every other seed ran, so a rerun resumes).
     """
+    from ..referee.sweeps import failure_message, sweep
+
     t0 = time.perf_counter()
-    keep = tuple(keep)
+    keep = tuple(sorted(set(keep)))
     base = dict(base)
-    if "full" not in keep or has_population_test_loss():
-        base.setdefault("n_test", 1)  # the population test loss (or success only) is used: no fresh test set
+    base.setdefault("n_test", 1)  # the population test loss (or success only) is used: no test set to speak of
+    delta = base.pop("delta")
     seeds = [int(s) for s in seeds]
-    jobs = [{"key": f"seed={s}", "sim": dict(base, seed=s), "keep": keep} for s in seeds]
-    tmp = None
-    if cache is None:
-        tmp = tempfile.mkdtemp(prefix="theorykit_sims_")
-        out = os.path.join(tmp, "sims.csv")
-    else:
-        out = cache_file(cache, base, keep)
-    try:
-        df = run_jobs(jobs, gd_run, out, SIM_COLUMNS, settings=_settings(base, keep), processes=processes,
-                      json_columns=_JSON, progress=progress, label=f"sims {label}".strip(), deadline=deadline,
-                      quiet=True)
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    summary = df.attrs["summary"]
-    if summary["failed"]:
-        f = summary["failed"]
-        raise TheorykitError(f"{len(f)} of {len(seeds)} simulator runs failed ({label}; recorded in {out}); first "
-                             f"{f[0]['key']}: {f[0]['error']}")
+    csv = None if cache is None else cache_file(cache, dict(base, delta=delta), keep)
+    df = sweep([delta], seeds, processes=processes, csv=csv, progress=progress, quiet=True, keep=keep,
+               label=f"sims {label}".strip(), deadline=deadline, **base)
+    bad = failure_message(df)
+    if bad:
+        raise TheorykitError(f"{label + ': ' if label else ''}{bad}" + (f" (in {csv})" if csv else ""))
     res = []
     for rec in df.to_dict("records"):
-        r = {"seed": int(rec["seed"]), "status": rec["status"], "steps": int(rec["steps"]),
+        r = {"seed": int(rec["seed"]), "status": rec["status"], "steps": int(rec["steps_run"]) + 1,
              "escape_time": None if _missing(rec["escape_time"]) else int(rec["escape_time"]),
              "seconds": float(rec["seconds"])}
-        for k, typ in _ARRAYS.items():
-            if rec.get(k) is not None:
-                r[k] = np.asarray(rec[k], dtype=typ)
+        for col, (key, typ) in _KEYS.items():
+            if rec.get(col) is not None and not _missing(rec[col]):
+                r[key] = np.asarray(rec[col], dtype=typ)
         if isinstance(rec.get("test_kind"), str):
             r["test_kind"] = rec["test_kind"]
         res.append(r)
     if verbose:
-        bad = sum(r["status"] != "ok" for r in res)
+        summary = df.attrs["summary"]
+        n_div = sum(r["status"] != "ok" for r in res)
         _log(f"  sims {label}: {len(seeds)} seeds, d = {base['d']}, {time.perf_counter() - t0:.0f} s"
-             + (f" ({summary['skipped']} reused from {out})" if summary["skipped"] else "")
-             + (f", {bad} diverged" if bad else "")
+             + (f" ({summary['skipped']} reused from {csv})" if summary["skipped"] else "")
+             + (f", {n_div} diverged" if n_div else "")
              + (f", {len(summary['not_started'])} not started (deadline)" if summary["not_started"] else ""))
     return res
 

@@ -45,7 +45,7 @@ import numpy as np
 from ..dynamics import dmft
 from ..errors import TheorykitError
 
-from .seeds import has_population_test_loss, run_sims as _run_sims, stack
+from .seeds import run_sims, stack
 from .stats import compare, loglog_slope, per_seed_rms, within, within_factor
 from ..report.writer import (check_table_writable, fmt, log, md_table, now, pct, regenerate_command, script_prog,
                      write_table)
@@ -61,12 +61,6 @@ QUANTITY_KEYS = {"M": "M", "gram": "gram", "train_loss": "train", "test_loss": "
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def run_sims(base: dict, seeds, keep=("full",), processes=2, label="", cache=None):
-    """:func:`theorykit.validation.seeds.run_sims` (the per-seed dicts of every seed, in parallel, resumable with
-    ``cache``)."""
-    return _run_sims(base, seeds, keep=keep, processes=processes, label=label, cache=cache)
-
-
 def run_dmft(label, **kw):
     """dmft(**kw), with a log line."""
     r = dmft(**kw)
@@ -83,8 +77,7 @@ def sim_data(sims, quantities=("M", "gram", "train_loss", "test_loss")):
 
 
 def sim_test_loss_kind() -> str:
-    return ("population (exact over a fresh sample given M_t, gram_t)" if has_population_test_loss()
-            else "fresh test set")
+    return "population (exact over a fresh sample given M_t, gram_t)"
 
 
 # ------------------------------------------------------------------------------------------------ part 1: easy
@@ -454,8 +447,7 @@ def main(argv=None, *, prog=None, root=None):
               "rel_se = sqrt(sum of squared entrywise standard errors of the DMFT (replicas) and of the seed mean) / "
               "||mean X_sim||_F, the gap expected from noise alone. DMFT standard errors: spread over replicas. "
               "Simulator test loss: "
-              + ("population test loss (exact expectation over a fresh sample given M_t, gram_t)"
-                 if has_population_test_loss() else "fresh test set") + ".\n"]
+              "population test loss (exact expectation over a fresh sample given M_t, gram_t).\n"]
     write_table(stem, rows, CSV_COLUMNS, body, title="DMFT vs finite-d GD (docs/theory.md §3, §3.1, §3.2, §5, §8)",
                 command=cmd, started=started, wall=wall, root=root,
                 timing=f"this process' CPU {time.process_time() - cpu0:.0f} s; DMFT replicas and simulator runs in "
