@@ -12,7 +12,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from theorykit import dmft
+from theorykit import Problem, dmft
 from theorykit.dynamics import flow_schedule
 from theorykit.dynamics.hard_process import hard_tangents as _hard_tangents
 from theorykit.dynamics.parameter_side import ParameterSide as _ParameterSide
@@ -514,3 +514,33 @@ def test_cli_says_unreliable_with_its_own_exit_status(capsys):
     assert main(args + ["--eta", "0.5", "--d", "400"]) == 0
     out = capsys.readouterr().out
     assert "truncated at the 1/n quantile (n = 3292 = delta d, d = 400)" in out
+
+
+# ------------------------------------------------------------------------------------------------ mirrored paths
+def _hard_overlaps(m0, mirror, **kw):
+    """Per-replica hard overlap M_t . e of GeLU phase retrieval (delta 11, eta 1) from M0 = m0 e."""
+    pr = Problem("gelu", "phase-retrieval", "square", 1, delta=11.0, eta=1.0, steps=30)
+    r = dmft(pr.replace(M0=[[m0]]), paths=2048, replicas=3, seed=0, bias_check=False, mirror=mirror, **kw)
+    return np.asarray(r.per_replica["M"])[:, :, 0, 0]
+
+
+def test_mirrored_paths_remove_the_hard_overlaps_noise_floor():
+    """Independent paths give the hard overlap an O(1/sqrt(paths)) Monte-Carlo drift: from m0 = 1e-6 the replicas
+    wander to |M| ~ 1e-2 with random signs.  With mirrored latent nodes sharing their paths the drift vanishes at
+    M = 0 for a link even along e, so M stays proportional to m0: positive in every replica, and twice m0 gives twice
+    M (linear phase)."""
+    free = _hard_overlaps(1e-6, False)
+    assert np.abs(free[:, -1]).max() > 1e-3 and len(set(np.sign(free[:, -1]))) > 1
+    one, two = _hard_overlaps(1e-6, True), _hard_overlaps(2e-6, True)
+    assert (one[:, -1] > 0).all() and np.abs(one).max() < 1e-3
+    np.testing.assert_allclose(two[:, -1], 2 * one[:, -1], rtol=1e-3)
+
+
+@pytest.mark.parametrize("link, kw, msg", [
+    ("phase-retrieval", {"latent": "monte-carlo"}, "deterministic latent rule"),
+    ("z1*z2", {"latent": "gauss-hermite"}, "even along the hard direction"),
+])
+def test_mirror_is_refused_where_it_does_not_apply(link, kw, msg):
+    pr = Problem("gelu", link, "square", 1, delta=4.0, eta=1.0, steps=3)
+    with pytest.raises(TheorykitError, match=msg):
+        dmft(pr, paths=256, replicas=2, bias_check=False, mirror=True, **kw)

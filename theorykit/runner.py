@@ -104,6 +104,18 @@ def _header(columns, json_columns, settings) -> dict:
     return normalise({"columns": list(columns), "json_columns": list(json_columns), "settings": settings})
 
 
+def recorded_settings(path: str) -> Optional[dict]:
+    """The settings recorded in the header of a run_jobs file, or None (no such file, or no header)."""
+    try:
+        with open(path) as fh:
+            for _, line in zip(range(4), fh):
+                if line.startswith(SETTINGS_PREFIX):
+                    return json.loads(line[len(SETTINGS_PREFIX):]).get("settings")
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def _read_file(path: str):
     """(recorded header dict or None, list of row dicts as strings, byte offset of the end of the last full line)."""
     with open(path, newline="") as fh:

@@ -23,7 +23,8 @@ class DMFTNumerics:
     the Gaussian process' sampler and jitter, the seed, the parallel processes, what is kept (kernels, keep_law_at),
     the bias check, a common path exclusion (exclude), the start (init and the spectral_* options of the spectral
     start), the innovations' horizon, whether the hard process is solved, and the finite sample whose latent tail is
-    truncated: d (n = delta d), or reach (n itself; the solver's own check of a divergence uses it).
+    truncated: d (n = delta d), or reach (n itself; the solver's own check of a divergence uses it); and whether the
+    latent nodes mirrored along the hard direction share their driving normals (mirror).
 
     :meth:`checked` validates the options a solve of T steps needs before planning and returns them normalised;
     latent, response, window, sampler, bias_check and fine_lags are checked where 'auto' is resolved
@@ -55,6 +56,7 @@ class DMFTNumerics:
     fine_lags: Any = "auto"
     d: Optional[int] = None
     reach: Optional[int] = None
+    mirror: bool = False
 
     def checked(self, T: int) -> "DMFTNumerics":
         """These options checked for a solve of T GD steps (one-line errors), normalised: integers as int,
@@ -92,5 +94,7 @@ class DMFTNumerics:
         reach = None if self.reach is None else check_int("reach", self.reach, 1)
         if d is not None and reach is not None:
             raise TheorykitError("give d or reach, not both")
+        if not isinstance(self.mirror, bool):
+            raise TheorykitError(f"mirror must be True or False, got {self.mirror!r}")
         return replace(self, paths=paths, replicas=replicas, seed=seed, order=order, keep_law_at=tuple(keep),
                        horizon=horizon, d=d, reach=reach, **spectral)

@@ -90,6 +90,42 @@ def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int,
                  radius=np.linalg.norm(lat, axis=1))
 
 
+def mirror_pairs(batch: "Batch", e: np.ndarray) -> np.ndarray:
+    """(pairs, 2) latent node indices (q, q'), q < q', with node q' the mirror image of node q along the unit vector
+    e of latent space (z -> z - 2 (z.e) e; a noise coordinate unchanged).  Nodes on the mirror are their own image and
+    in no pair.  One-line error when the batch is Monte-Carlo or its node set is not mapped to itself."""
+    Q = len(batch.z) // batch.per_node
+    if batch.per_node == len(batch.z) or Q < 2:
+        raise TheorykitError("mirror needs a deterministic latent rule (gauss-hermite or gauss-legendre), not "
+                             "Monte-Carlo latents")
+    z = batch.z[:Q]  # path n = p Q + q: the first Q paths hold every node
+    zr = z - 2.0 * np.outer(z @ e, e)
+    y = batch.y[:Q]
+    scale = 1e-9 * max(1.0, float(np.abs(z).max()))
+    pairs = []
+    for q in range(Q):
+        hit = np.flatnonzero((np.abs(z - zr[q]).max(axis=1) <= scale) & (batch.weight[:Q] == batch.weight[q]))
+        if len(hit) != 1:
+            raise TheorykitError("mirror needs a latent rule whose nodes the reflection along the hard direction maps "
+                                 "to nodes of the same weight; this one does not")
+        if hit[0] > q:
+            if not np.isclose(y[q], y[hit[0]], rtol=1e-9, atol=1e-12):
+                raise TheorykitError("mirror needs a link even along the hard direction (y(z) = y(mirror of z))")
+            pairs.append((q, int(hit[0])))
+    return np.array(pairs, dtype=int).reshape(-1, 2)
+
+
+def share_mirrored(H: np.ndarray, batch: "Batch", hard_basis: np.ndarray) -> None:
+    """Give the paths of each mirrored node the driving normals of its image (in place; H (T+1, m, N), path n =
+    p Q + q): antithetic pairs along the first hard direction (:func:`mirror_pairs`)."""
+    if hard_basis.shape[1] == 0:
+        raise TheorykitError("mirror needs a link with a hard direction")
+    pairs = mirror_pairs(batch, hard_basis[:, 0])
+    Q = len(batch.z) // batch.per_node
+    base = np.arange(batch.per_node)[:, None] * Q
+    H[..., (base + pairs[:, 1]).ravel()] = H[..., (base + pairs[:, 0]).ravel()]
+
+
 TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
 
 
@@ -145,7 +181,7 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None,
-                horizon=None, hard_process=True, fine_lags=None, reach=None) -> dict:
+                horizon=None, hard_process=True, fine_lags=None, reach=None, mirror=False) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
@@ -232,6 +268,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
     T_draw = T if horizon is None else max(T, int(horizon) + Kp)
     H[:, :m] = driving_normals(N, N // batch.per_node, T_draw, m, sampler, rng)[:T + 1]
+    if mirror:
+        share_mirrored(H[:, :m], batch, hard_basis)
     A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
     P_node = batch.per_node
     Qn = N // P_node  # latent nodes (1 for Monte-Carlo latents)

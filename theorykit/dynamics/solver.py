@@ -273,13 +273,15 @@ class ReplicaJob:
     hard_process: bool
     fine_lags: Optional[int]
     reach: Optional[int] = None
+    mirror: bool = False
 
     def solve(self) -> dict:
         return solve_once(self.net, self.link, self.hard_basis, self.delta, self.etas, self.ridge, self.Sigma0,
                           self.M0, self.batch_args, self.jitter, self.seed, sampler=self.sampler,
                           response=self.response, window=self.window, progress=None, keep_law_at=self.keep_law_at,
                           exclude=self.exclude, prefix=self.prefix, horizon=self.horizon,
-                          hard_process=self.hard_process, fine_lags=self.fine_lags, reach=self.reach)
+                          hard_process=self.hard_process, fine_lags=self.fine_lags, reach=self.reach,
+                          mirror=self.mirror)
 
 
 def _half_batch(batch_args: tuple) -> tuple:
@@ -307,7 +309,7 @@ def _replica_jobs(setup: _Setup, num: DMFTNumerics, plan: Plan) -> list:
     base = ReplicaJob(setup.net, setup.lk, setup.hard_basis, setup.delta, setup.etas, setup.ridge, setup.Sigma0,
                       setup.M0, plan.batch_args, num.jitter, 0, num.sampler, plan.response, plan.window,
                       num.keep_law_at, None, setup.prefix, num.horizon, num.hard_process, plan.fine_lags,
-                      _reach(setup, num))
+                      _reach(setup, num), num.mirror)
     jobs = [replace(base, seed=s, exclude=(None if num.exclude is None else num.exclude[i]))
             for i, s in enumerate(seeds)]
     if plan.bias_check:
@@ -584,7 +586,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          kernels: bool = False, progress: bool = False, bias_check="auto", keep_law_at=(), exclude=None,
          init: str = "random", spectral_T=None, spectral_steps: int = 100, spectral_eta: float = 1.0,
          spectral_m0: float = 1e-2, horizon: Optional[int] = None, hard_process: bool = True,
-         fine_lags="auto", d: Optional[int] = None) -> DMFTResult:
+         fine_lags="auto", d: Optional[int] = None, mirror: bool = False) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     The d -> infinity limit of full-batch GD for t = O(1) steps: the sample side r^t = M_t^T z + w^t +
@@ -680,6 +682,13 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         (``theorykit.defaults``) up to twice its step: if that passes it, the divergence is driven by paths no sample
         of realistic size holds, and the status is "unreliable" (not a GD instability) with the reason in
         ``diverged_at``.
+    mirror : bool
+        Latent nodes that are mirror images along the first hard direction e (z -> z - 2 (z.e) e) share their
+        driving normals (antithetic paths; docs/theory.md §3, numerics).  For a link even along e the Monte-Carlo
+        part of the hard overlap's drift E[(z.e) F] then vanishes exactly at M.e = 0, so that a small initial hard
+        overlap grows without the O(1/sqrt(paths)) noise floor that independent paths give it (the median start of
+        :func:`theorykit.thresholds.finite_d_midpoint` uses it).  Needs a deterministic latent rule whose node set
+        the reflection maps to itself (one-line error otherwise).
 
     Returns
     -------
@@ -718,7 +727,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                             processes=processes, kernels=kernels, progress=progress, bias_check=bias_check,
                             keep_law_at=keep_law_at, exclude=exclude, init=init, spectral_T=spectral_T,
                             spectral_steps=spectral_steps, spectral_eta=spectral_eta, spectral_m0=spectral_m0,
-                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags, d=d)
+                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags, d=d, mirror=mirror)
     return _solve(given, numerics, t0)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TheorykitError
-from ..runner import read_rows, run_jobs, wilson
+from ..runner import read_rows, recorded_settings, run_jobs, wilson
 
 __all__ = ["sweep", "summarise", "read_csv", "failure_message", "columns", "COLUMNS", "SUMMARY_COLUMNS",
            "TRAJECTORIES"]
@@ -263,6 +263,11 @@ def sweep(deltas: Sequence[float], seeds: Iterable[int], *, processes: Optional[
     jobs = [{"key": f"delta={dl!r},seed={s}", "delta": dl, "seed": s, "kwargs": run_kwargs, "keep": keep}
             for dl in deltas for s in seeds]
     settings = _settings(simulate_kwargs, keep)
+    if csv:
+        old = recorded_settings(os.fspath(csv))
+        if isinstance(old, dict) and "deltas" in old and "seeds" in old:
+            # a file of the earlier format records its deltas and seeds: it resumes with exactly those, as before
+            settings = {**settings, "deltas": deltas, "seeds": seeds}
     tmp = None
     if csv:
         out = os.fspath(csv)

@@ -142,7 +142,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     if not (0 < lo < hi and math.isfinite(hi)):
         raise TheorykitError(f"delta_range must satisfy 0 < lo < hi, got {delta_range!r}")
     e = hard_subspace_basis(problem.link_obj)[:, 0]
-    opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed, bias_check=False)
+    opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed, bias_check=False, mirror=True)
     bar = (Progress(len(dims) * (2 * MIDPOINT_MAX_EVALUATIONS + 1), label="finite-d midpoint", unit="DMFT solves")
            if progress else None)
     tick = bar.tick if bar else (lambda: None)
@@ -259,7 +259,8 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
               "sqrt(q_1/2 v_eff(t_match) / d) the median effective initial overlap, t_match the last t with v_eff "
               f"known to 5%; a safeguarded secant in ln delta from [{lo:g}, {hi:g}] to {MIDPOINT_TOL:.0%} of delta; "
               f"two DMFT runs per delta ({paths} paths in {replicas} replicas, seed {seed}; the hard process, then "
-              "the run from m_1/2); band: +- 2 standard errors of the root (each replica's own root across the "
+              "the run from m_1/2 with mirrored latent nodes sharing their paths, so that the hard overlap has no "
+              "Monte-Carlo noise floor); band: +- 2 standard errors of the root (each replica's own root across the "
               "deltas evaluated), the shift from v_eff +- 2 se (through d cos^2/d ln m0, one more run) and the last "
               "bracket's interpolation error; escape time: the first t with cos^2_t >= 1/2 from m_1/2 (band: the "
               "replicas' highest and lowest cos^2)")
