@@ -79,6 +79,30 @@ def gd(name: str, d: int) -> dict:
     return rec
 
 
+def figure(rows) -> list:
+    """docs/figures/finite_d_large_d.{png,pdf}: delta_1/2 against ln d, one line per (setting, c), GD's midpoints."""
+    from theorykit.report.figures import _plt, save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for i, key in enumerate(sorted({(r["setting"], r["c"]) for r in rows})):
+        rs = sorted((r for r in rows if (r["setting"], r["c"]) == key), key=lambda r: r["d"])
+        x = [math.log(r["d"]) for r in rs]
+        y = [r["theory"] for r in rs]
+        err = [[r["theory"] - r["theory_low"] for r in rs], [r["theory_high"] - r["theory"] for r in rs]]
+        ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, color=f"C{i}",
+                    label=f"{key[0]}, T = {key[1]:.3g} ln d (theory)")
+        g = [(math.log(r["d"]), r["gd"], r["gd_stderr"]) for r in rs if math.isfinite(r["gd"])]
+        if g:
+            ax.errorbar([v[0] for v in g], [v[1] for v in g], yerr=[2 * v[2] for v in g], marker="s", ls="none",
+                        color=f"C{i}", mfc="white", label=f"{key[0]}, GD (± 2 s.e.)")
+    ax.set_xlabel("ln d")
+    ax.set_ylabel("delta_1/2(d, T)")
+    ax.set_title("finite-d threshold at horizon T = c ln d (bars: the theory's band)", fontsize=9)
+    ax.legend(fontsize=7)
+    return save(fig, os.path.join(ROOT, "docs", "figures", "finite_d_large_d"))
+
+
 def main(argv=()):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", default=list(CASES))
@@ -103,6 +127,7 @@ def main(argv=()):
                 rows.append(r)
     if args.only is not None:
         return None
+    figure(rows)
     lines = ["| setting | c | d | ln d | T = c ln d | theory delta_1/2 [band] | DMFT runs | s | GD delta_1/2 ± se | "
              "GD success fraction by delta |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

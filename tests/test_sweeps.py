@@ -319,14 +319,16 @@ def test_sweep_takes_a_problem():
 def test_a_file_of_the_earlier_format_resumes_with_its_own_deltas_and_seeds(tmp_path, counted):
     """Files written before a row was keyed by (delta, seed) alone record their deltas and seeds: the same sweep
     resumes them (nothing recomputed); other seeds are refused as before."""
-    import theorykit.referee.sweeps as sw
-    from theorykit.runner import run_jobs
+    from theorykit.runner import SETTINGS_PREFIX
 
     path = tmp_path / "old.csv"
-    kw = {"threads": 1, **BASE}
-    jobs = [{"key": f"delta={6.0!r},seed={s}", "delta": 6.0, "seed": s, "kwargs": kw} for s in (0, 1)]
-    run_jobs(jobs, sw._run_one, str(path), sw.COLUMNS, processes=1, quiet=True,
-             settings={**sw._settings(BASE), "deltas": [6.0], "seeds": [0, 1]})
+    sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
+    lines = path.read_text().splitlines(keepends=True)
+    i = next(j for j, line in enumerate(lines) if line.startswith(SETTINGS_PREFIX))
+    header = json.loads(lines[i][len(SETTINGS_PREFIX):])
+    header["settings"].update(deltas=[6.0], seeds=[0, 1])  # what the earlier writer recorded
+    lines[i] = SETTINGS_PREFIX + json.dumps(header, sort_keys=True) + "\n"
+    path.write_text("".join(lines))
     counted.clear()
     df = sweep([6.0], [0, 1], processes=1, csv=str(path), progress=False, **BASE)
     assert counted == [] and list(df.seed) == [0, 1]
