@@ -250,6 +250,12 @@ def test_effective_overlap_covariance_inverts_the_propagator():
     v1 = effective_overlap_covariance(np.array([[[5.0]]]), np.array([[[-2.0]]]), np.array([[0.5]]),
                                       np.array([[[1.0]]]))
     assert v1[0, 0, 0] == pytest.approx(5.0 * 0.25 / 1.0)
+    # an overflowed linear process (inf / NaN tangents at late times) leaves V NaN there, not a LinAlgError
+    Pbad, Cbad = (P @ B).copy(), (C_init + N).copy()
+    Pbad[2] = np.nan
+    Cbad[1] = np.inf
+    Vb = effective_overlap_covariance(Cbad, Pbad, B, C_init)
+    assert np.allclose(Vb[0], V[0]) and np.isnan(Vb[1:]).all()
 
 
 def test_median_start_midpoint_equals_the_ladders_root():

@@ -112,10 +112,13 @@ def effective_overlap_covariance(C_mu, P_half, Sigma0_half, C_init) -> np.ndarra
 
     C_mu, P_half (= P_t B), C_init (= P_t Sigma_0 P_t^T): (S, m, m), replica means; Sigma0_half: B with B B^T = Sigma_0.
     The propagator is taken as C_init^(1/2) U with U the orthogonal polar factor of P_half (so that its Gram is the
-    mean C_init, as for m = 1, where V = C_mu Sigma_0 / C_init exactly).  Returns V (S, m, m)."""
+    mean C_init, as for m = 1, where V = C_mu Sigma_0 / C_init exactly).  Returns V (S, m, m), NaN at times where the
+    inputs are not finite (the linear process overflowed)."""
     S, m = C_mu.shape[0], C_mu.shape[-1]
     V = np.full((S, m, m), np.nan)
     for t in range(S):
+        if not (np.all(np.isfinite(P_half[t])) and np.all(np.isfinite(C_init[t])) and np.all(np.isfinite(C_mu[t]))):
+            continue  # the linear process overflowed (fast growth over a long run): V(t) unknown, NaN
         W, s, Zt = np.linalg.svd(P_half[t])
         if not np.all(np.isfinite(s)) or s.min() <= 1e-300:
             continue
