@@ -451,7 +451,8 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                               "C_init": C_init, "P_half": P_half, "Sigma0_half": B})
             continue
         zeta = z @ hard_basis[:, j]
-        C_mu[:, j], info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
+        with np.errstate(over="ignore", invalid="ignore"):  # a fast-growing linear process may overflow: NaN there
+            C_mu[:, j], info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
         hard_info.append(info)
     Cdiag = par.C[idx, idx]
     gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag

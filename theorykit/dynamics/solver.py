@@ -376,8 +376,9 @@ def _effective_overlap(results: list, S: int):
         return effective_overlap_covariance(*(q[idx].mean(0) for q in parts[:2]), B, parts[2][idx].mean(0))
 
     R = len(results)  # >= 2 (checked)
-    jk = np.stack([veff(np.delete(np.arange(R), i)) for i in range(R)])
-    return veff(np.arange(R)), np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
+    with np.errstate(over="ignore", invalid="ignore"):  # NaN where the linear process overflowed
+        jk = np.stack([veff(np.delete(np.arange(R), i)) for i in range(R)])
+        return veff(np.arange(R)), np.sqrt((R - 1) / R * ((jk - jk.mean(0)) ** 2).sum(0))
 
 
 def _aggregate(results: list, halves: list, S: int, setup: _Setup, num: DMFTNumerics, plan: Plan) -> dict:
