@@ -215,14 +215,21 @@ def test_hessian_lanczos_agrees_with_dense():
         assert hd["hard_weight"] == pytest.approx(hl["hard_weight"], abs=1e-6)
 
 
-def _per_sample_test_losses(res, net, lk, theta):
-    """Rebuild the test set from the documented rng order and return the per-sample test losses at theta."""
+def _rng_at_the_test_set(res, lk):
+    """The run's generator replayed in the documented order (Theta(0), X, eps) up to its test set's draws."""
     s = res.settings
     rng = np.random.default_rng(s["seed"])
     rng.standard_normal((s["d"], s["width"]))
     rng.standard_normal((s["n"], s["d"]))
     if lk.noisy:
         rng.standard_normal(s["n"])
+    return rng
+
+
+def _per_sample_test_losses(res, net, lk, theta):
+    """Rebuild the test set from the documented rng order and return the per-sample test losses at theta."""
+    s = res.settings
+    rng = _rng_at_the_test_set(res, lk)
     X_test = rng.standard_normal((s["n_test"], s["d"]))
     eps = rng.standard_normal(s["n_test"]) if lk.noisy else None
     return net.loss_values(X_test @ theta, lk.response(X_test[:, :lk.k], eps))
@@ -254,11 +261,7 @@ def test_population_test_loss_matches_fresh_sample_test_loss(link, width):
 def _overlap_test_set(res, lk):
     """The test set of test_set "overlaps" from the documented rng order: coordinates (n_test, k + p) and y_test."""
     s = res.settings
-    rng = np.random.default_rng(s["seed"])
-    rng.standard_normal((s["d"], s["width"]))
-    rng.standard_normal((s["n"], s["d"]))
-    if lk.noisy:
-        rng.standard_normal(s["n"])
+    rng = _rng_at_the_test_set(res, lk)
     Z = rng.standard_normal((s["n_test"], lk.k + min(s["width"], s["d"] - lk.k)))
     eps = rng.standard_normal(s["n_test"]) if lk.noisy else None
     return Z, lk.response(Z[:, :lk.k], eps)
