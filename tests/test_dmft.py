@@ -544,3 +544,16 @@ def test_mirror_is_refused_where_it_does_not_apply(link, kw, msg):
     pr = Problem("gelu", link, "square", 1, delta=4.0, eta=1.0, steps=3)
     with pytest.raises(TheorykitError, match=msg):
         dmft(pr, paths=256, replicas=2, bias_check=False, mirror=True, **kw)
+
+
+def test_an_overflowing_hard_process_is_nan_without_warnings():
+    """Centred phase retrieval at delta = 30 over 200 steps: the linear hard process grows past float range late in
+    the run; V_eff is NaN there (not a LinAlgError) and nothing is printed (no NumPy RuntimeWarning)."""
+    import warnings
+
+    pr = Problem("gelu", "z**2 - 1", "square", 1, delta=30.0, eta=1.0, steps=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = dmft(pr, paths=1024, replicas=2, bias_check=False)
+    V = np.asarray(r.V_eff)[:, 0, 0]
+    assert r.status == "ok" and np.isfinite(V[:10]).all() and np.isnan(V[-1])

@@ -359,7 +359,8 @@ def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list
 def _replica_mean(group: list, key: str, S: int, two_time: bool = False):
     """Mean over the replicas in ``group`` of their ``key`` (to S steps) and its standard error std / sqrt(replicas)."""
     arr = np.stack([r[key][:S, :S] if two_time else r[key][:S] for r in group])
-    return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
+    with np.errstate(invalid="ignore", over="ignore"):  # an overflowed hard process (inf): NaN spread, no warning
+        return arr.mean(axis=0), arr.std(axis=0, ddof=1) / math.sqrt(len(arr))
 
 
 def _effective_overlap(results: list, S: int):
