@@ -517,9 +517,9 @@ def test_cli_says_unreliable_with_its_own_exit_status(capsys):
 
 
 # ------------------------------------------------------------------------------------------------ mirrored paths
-def _hard_overlaps(m0, mirror, **kw):
-    """Per-replica hard overlap M_t . e of GeLU phase retrieval (delta 11, eta 1) from M0 = m0 e."""
-    pr = Problem("gelu", "phase-retrieval", "square", 1, delta=11.0, eta=1.0, steps=30)
+def _hard_overlaps(m0, mirror, activation="gelu", **kw):
+    """Per-replica hard overlap M_t . e of phase retrieval (delta 11, eta 1) from M0 = m0 e."""
+    pr = Problem(activation, "phase-retrieval", "square", 1, delta=11.0, eta=1.0, steps=30)
     r = dmft(pr.replace(M0=[[m0]]), paths=2048, replicas=3, seed=0, bias_check=False, mirror=mirror, **kw)
     return np.asarray(r.per_replica["M"])[:, :, 0, 0]
 
@@ -534,6 +534,15 @@ def test_mirrored_paths_remove_the_hard_overlaps_noise_floor():
     one, two = _hard_overlaps(1e-6, True), _hard_overlaps(2e-6, True)
     assert (one[:, -1] > 0).all() and np.abs(one).max() < 1e-3
     np.testing.assert_allclose(two[:, -1], 2 * one[:, -1], rtol=1e-3)
+
+
+def test_mirrored_paths_with_a_kinked_activation():
+    """ReLU (Stein responses): independent paths drive the hard overlap from m0 = 1e-6 to |M_30| ~ 0.1; mirrored,
+    it stays of order m0 and linear in it."""
+    assert np.abs(_hard_overlaps(1e-6, False, "relu")[:, -1]).max() > 1e-2
+    one, two = _hard_overlaps(1e-6, True, "relu"), _hard_overlaps(2e-6, True, "relu")
+    assert np.abs(one).max() < 1e-5
+    np.testing.assert_allclose(two, 2 * one, rtol=1e-4, atol=1e-14)  # linear: second order is O(m0)
 
 
 @pytest.mark.parametrize("link, kw, msg", [
