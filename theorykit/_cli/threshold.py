@@ -1,7 +1,7 @@
 """theorykit threshold --activation A --link L --loss LOSS --width M [--a ...] [--b ...] --eta ETA [--t T [T ...]]
 [--n N | --d D [D ...]] [--horizon T [--horizon-deltas D ...]] [--delta-range LO HI] [--points P] [--paths N]
 [--replicas R] [--seed S] [--refine K] [--ridge R]
-[--nn T_MAX [--nn-points K]] [--dyn T1 T2 [--dyn-deltas D ...]] [--progress] [--json]
+[--nn [T_MAX] [--nn-points K]] [--dyn T1 T2 [--dyn-deltas D ...]] [--progress] [--json]
 
 delta*(t) (docs/theory.md §5): the smallest delta at which the DMFT state at time t has a hard outlier below the
 Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresholds.delta_star); with --n or --d the
@@ -11,8 +11,10 @@ JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_r
 {exact, error, method}, delta_star [{t, d, value, stderr, dof, interpolation_error, interval95, edge, outlier,
 overlap2, truncation_n, bracket, unbounded, tried, method, D_low, error}], with --nn also delta_nn {value, stderr,
 criterion, converged, evidence {definition, rule, by_t, lower_bound, sequence, increments, settled, unbounded,
-truncation, note}}, with --dyn also delta_dyn {value, stderr, criterion, gamma [{delta, value, stderr, t_range,
-points}], t_range, definition, reason, method},
+truncation, note}} (--nn alone, width 1: delta_nn {value, stderr null, error_bound, criterion "stationary",
+converged, evidence {definition, rule, bracket, edge, outlier, overlap2, separation, separation_bracket,
+truncation_n, tried, states, method, note}}), with --dyn also delta_dyn {value, stderr, criterion, gamma [{delta,
+value, stderr, t_range, points}], t_range, definition, reason, method},
 with --d D [D ...] --horizon T also finite_d [{d, horizon, midpoint, band, note}] and escape_time [{delta, d, t, band,
 note}] (t null: P(capture) < 1/2 up to the horizon) and finite_d_info {deltas, d, horizon, per_delta, method},
 settings, problem, seconds.  Every value that is not finite is null.  A t whose outlier margin does not change sign on
@@ -62,9 +64,11 @@ def add_parser(sub):
     add_dmft_arguments(p, dv["paths"], dv["replicas"])
     p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
                    help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
-    p.add_argument("--nn", type=integer(2), default=None, metavar="T_MAX",
-                   help="also delta_NN = lim delta*(t) from delta*(t) on a geometric t grid up to T_MAX >= 2 (the same "
-                        "DMFT scan as --t), with its convergence rule and evidence")
+    p.add_argument("--nn", type=integer(2), nargs="?", const=0, default=None, metavar="T_MAX",
+                   help="also delta_NN: alone (width 1), delta*(infinity) at the stationary state GD converges to "
+                        "(criterion 'stationary', converged by construction); with T_MAX >= 2, lim delta*(t) from "
+                        "delta*(t) on a geometric t grid up to T_MAX (the same DMFT scan as --t), with its "
+                        "convergence rule and evidence")
     p.add_argument("--nn-points", type=integer(3, 200), default=dv["nn_points"], dest="nn_points", metavar="K",
                    help=f"times on delta_NN's geometric grid, in 3..200 (default {dv['nn_points']})")
     p.add_argument("--dyn", type=integer(0), nargs=2, default=None, metavar=("T1", "T2"),
@@ -125,7 +129,11 @@ def run(args) -> dict:
                              "--horizon T")
     asked = sorted(set(args.t or []))
     nn_times = []
-    if args.nn is not None:
+    stationary_nn = args.nn == 0
+    if stationary_nn and args.width != 1:
+        raise TheorykitError(f"argument --nn: delta*(infinity) from the stationary state needs --width 1 (got "
+                             f"{args.width}); give --nn T_MAX for the long-time DMFT sequence")
+    if args.nn is not None and not stationary_nn:
         from ..thresholds import NN_FIRST_T, geometric_times
 
         nn_times = geometric_times(args.nn, args.nn_points, min(NN_FIRST_T, max(1, args.nn // 4)))
@@ -165,7 +173,18 @@ def run(args) -> dict:
         dyn = delta_dyn(problem, grid, tuple(args.dyn), paths=args.paths, replicas=args.replicas, seed=args.seed,
                         progress=bool(args.progress))
         out["delta_dyn"] = dyn.as_dict()
-    if args.nn is not None and psd:  # the one criterion that applies: delta_NN is delta_dyn (the API's rule)
+    if stationary_nn and psd is None:
+        psd = spectral_inapplicable(problem)
+    if stationary_nn and psd and args.dyn is None:
+        raise TheorykitError(psd + "; add --dyn T1 T2 for the dynamical criterion")
+    if stationary_nn and not psd:
+        from ..thresholds import delta_star_infinity
+
+        d0 = (args.d or [None])[0]
+        si = delta_star_infinity(problem, delta_range=(lo, hi), points=args.points, d=d0, n=args.n,
+                                 progress=bool(args.progress))
+        out["delta_nn"] = si.as_delta_nn({"d": d0} if d0 else ({"n": args.n} if args.n else None))
+    elif args.nn is not None and psd:  # the one criterion that applies: delta_NN is delta_dyn (the API's rule)
         from ..thresholds import DeltaNN
 
         out["delta_nn"] = DeltaNN.from_dynamical(dyn, psd).as_dict()
@@ -255,6 +274,19 @@ def text(r) -> str:
     nn = r.get("delta_nn")
     if nn and nn.get("error"):
         lines.append(f"  delta_NN: no value ({nn['error']})")
+    elif nn and nn["criterion"] == "stationary":
+        ev = nn["evidence"]
+        lines.append(f"  delta_NN (stationary) = delta*(infinity) = {fmt(nn['value'], '.5g')} (error bound "
+                     f"{fmt(nn['error_bound'], '.2g')}; bracket [{fmt(ev['bracket'][0], '.5g')}, "
+                     f"{fmt(ev['bracket'][1], '.5g')}], edge {fmt(ev['edge'], '.4g')}, outlier "
+                     f"{fmt(ev['outlier'], '.4g')}, overlap^2 {fmt(ev['overlap2'], '.3g')}), converged by "
+                     "construction")
+        lines.append(f"  the hard outlier separates from the bulk at delta = {fmt(ev['separation'], '.5g')} (a "
+                     "positive eigenvalue: the state is still a minimum) and turns negative at delta*(infinity)")
+        if ev["states"]:
+            lines.append("  no stationary state at delta = " + ", ".join(f"{k} ({v})" for k, v in ev["states"].items())
+                         + ": below the interpolation threshold the limit depends on the initialisation")
+        lines.append(f"  definition: {ev['definition']}")
     elif nn and nn["criterion"] == "dynamical":
         lines.append(f"  delta_NN (dynamical) = {fmt(nn['value'], '.5g')} +- {fmt(nn['stderr'], '.2g')}: "
                      f"{nn['evidence']['note']}")

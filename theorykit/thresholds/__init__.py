@@ -2,6 +2,8 @@
 
 * :mod:`.spectral` -- the Hessian at GD time t (:func:`hessian`), delta*(t), the smallest delta with a hard outlier
   below its bulk (:func:`delta_star`), and delta_NN = lim delta*(t) with its convergence rule (:func:`delta_nn`);
+* :mod:`.stationary` -- delta*(infinity), the Hessian threshold at the DMFT's stationary state
+  (:func:`delta_star_infinity`): delta_NN converged by construction (m = 1);
 * :mod:`.dynamical` -- delta_dyn, where the capture growth rate gamma(delta) = -d ln m*/dT changes sign
   (:func:`delta_dyn`); delta_NN where the Hessian is PSD;
 * :mod:`.capture` -- everything at a finite d: the capture threshold m*, its curve in t and growth rate, the one
@@ -18,8 +20,10 @@ from .midpoint import FiniteDMidpoint, finite_d_midpoint, median_start_applies
 from .spectral import (NN_FIRST_T, NN_POINTS, THRESHOLD_DELTA_RANGE, THRESHOLD_DIRECT_FROM_T, THRESHOLD_POINTS,
                        THRESHOLD_REFINE, DeltaNN, DeltaStar, HessianAt, delta_nn, delta_nn_from, delta_star,
                        geometric_times, hessian, hessian_at, law_at, spectral_inapplicable)
+from .stationary import DeltaStarInfinity, delta_star_infinity, stationary_law
 
-__all__ = ["DeltaStar", "DeltaNN", "DeltaDyn", "FiniteD", "CaptureCurve", "NotCaptured", "delta_star", "delta_nn",
+__all__ = ["DeltaStar", "DeltaStarInfinity", "delta_star_infinity", "stationary_law",
+           "DeltaNN", "DeltaDyn", "FiniteD", "CaptureCurve", "NotCaptured", "delta_star", "delta_nn",
            "delta_nn_from", "delta_dyn", "finite_d",
            "finite_d_midpoint", "FiniteDMidpoint", "median_start_applies", "capture_threshold", "capture_curve",
            "growth_rate",

@@ -135,7 +135,7 @@ def _low_quantiles(pred) -> Optional[dict]:
     return out or None
 
 
-def _truncation(delta: float, d: Optional[int], n: Optional[int]) -> Optional[int]:
+def truncation_n_at(delta: float, d: Optional[int], n: Optional[int]) -> Optional[int]:
     if n is not None:
         return int(n)
     if d is not None:
@@ -143,7 +143,7 @@ def _truncation(delta: float, d: Optional[int], n: Optional[int]) -> Optional[in
     return None
 
 
-def _with_support_verdict(law, pl, problem):
+def with_support_verdict(law, pl, problem):
     """The law with its tail verdict from :func:`theorykit.spectra.hessian.support_tail` (D = the problem's network
     curvature at the paths' pre-activations and y = h(c z) with the noise at 0), when the network reproduces the
     law's D at its own paths (not during a spectral prefix, whose D is -T(y)); else the law's own tail diagnostic
@@ -196,8 +196,8 @@ def law_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = None, 
         pl = replace(pl, weights=w / w.sum(), raw_weights=np.where(sel, pl.raw_weights, 0.0))
     law = HessianLaw.from_path_law(pl, delta, ridge)
     if result.problem is not None:
-        law = _with_support_verdict(law, pl, result.problem)
-    nn = _truncation(delta, d, n)
+        law = with_support_verdict(law, pl, result.problem)
+    nn = truncation_n_at(delta, d, n)
     return law.truncated(nn) if nn is not None else law
 
 
@@ -284,7 +284,7 @@ def spectral_inapplicable(problem) -> Optional[str]:
             f"and t, so delta*(t) is infinite and the spectral criterion does not apply")
 
 
-def _check_problem(problem, times):
+def check_threshold_problem(problem, times):
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -372,7 +372,7 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     >>> len(ds), ds[0].t, 2.0 <= ds[0].value <= 16.0
     (1, 5, True)
     """
-    p, ts = _check_problem(problem, times)
+    p, ts = check_threshold_problem(problem, times)
     if d is not None and n is not None:
         raise TheorykitError("give d or n, not both")
     d = None if d is None else check_int("d", d, 1)

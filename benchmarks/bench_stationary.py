@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""Benchmark of the stationary (t = infinity) route to delta_NN against the long-time DMFT route (issue 28 point 6).
+
+    python benchmarks/bench_stationary.py   # writes tables/stationary_bench.{md,csv}
+
+Rows: one stationary state (the default rule, with its coarser-rule check) and delta*(infinity) from the default grid
+(8 log-spaced deltas in [1, 40], bracketed secant, m = 1), for the bounded setting (GeLU, sign-symmetric link,
+logistic loss, no truncation) and centred phase retrieval (GeLU, y = z^2 - 1, square loss, truncated at d = 400);
+wall time and peak resident memory (ru_maxrss) of this process.  The comparison is the DMFT route measured in
+tables/delta_nn_bench.md: delta_NN by the sequence rule to T = 1000 in 589 s, not converged.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+import theorykit as tk
+from theorykit.dynamics.stationary import stationary_state
+from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.thresholds import delta_star_infinity
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = [("bounded", "gelu", "sign-symmetric", "logistic", None, 8.0),
+         ("pr-gelu-centred", "gelu", "z**2 - 1", "square", 400, 8.0)]
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main(argv):
+    started, t0 = now(), time.perf_counter()
+    rows = []
+    lines = ["| setting | task | value | seconds | peak RSS (MB) |", "|---|---|---|---|---|"]
+    for name, act, link, loss, d, delta in CASES:
+        p = tk.Problem(act, link, loss, delta=delta, eta=1.0, steps=1)
+        t1 = time.perf_counter()
+        st = stationary_state(p)
+        s1 = time.perf_counter() - t1
+        rows.append(dict(setting=name, task=f"stationary state at delta {delta:g}", value=st.q, seconds=s1,
+                         rss_mb=rss_mb()))
+        lines.append(f"| {name} | one stationary state, delta = {delta:g} (q = {st.q:.5f}, with the check) | "
+                     f"{st.q:.5f} | {s1:.1f} | {rss_mb():.0f} |")
+        t1 = time.perf_counter()
+        r = delta_star_infinity(p, d=d)
+        s2 = time.perf_counter() - t1
+        rows.append(dict(setting=name, task="delta*(infinity)", value=r.value, seconds=s2, rss_mb=rss_mb()))
+        lines.append(f"| {name} | delta*(infinity){' at d = ' + str(d) if d else ''} (error bound "
+                     f"{r.error_bound:.2g}) | {r.value:.4f} | {s2:.1f} | {rss_mb():.0f} |")
+        print(lines[-2], lines[-1], sep="\n", flush=True)
+    header = ["Goal (issue 28 point 6): delta_NN to 2 digits in <= 2 min for m = 1.  The DMFT route to T = 1000 took "
+              "589 s and did not converge (tables/delta_nn_bench.md)."]
+    return write_table(os.path.join(ROOT, "tables", "stationary_bench"), rows, list(rows[0]), lines,
+                       title="Stationary route to delta_NN: wall time and memory",
+                       command=regenerate_command("python benchmarks/bench_stationary.py", list(argv)),
+                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

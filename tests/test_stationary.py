@@ -1,0 +1,131 @@
+"""The DMFT's stationary (t = infinity) state and delta*(infinity) (docs/theory.md §3.3, §5)."""
+import math
+
+import numpy as np
+import pytest
+
+import theorykit as tk
+from theorykit.dynamics import linear_gd_limit
+from theorykit.dynamics.stationary import stationary_state
+from theorykit.errors import TheorykitError
+from theorykit.thresholds.stationary import stationary_law
+
+
+def test_ridge_regression_matches_the_exact_long_time_limit():
+    """The linear model's t -> infinity state is the ridge estimator's: the Marchenko-Pastur closed form run to
+    convergence (theorykit.dynamics.linear_gd, no part of the stationary solver) agrees to 1e-9."""
+    p = tk.Problem("linear", "z", delta=3.0, ridge=1 / 6, eta=0.2, steps=10)
+    st = stationary_state(p)
+    ex = linear_gd_limit(delta=3.0, eta=0.2, steps=4000, ridge=1 / 6)
+    assert st.status == "ok"
+    assert abs(st.M[0, 0] - ex.M[-1]) < 1e-9
+    assert abs(st.gram[0, 0] - ex.gram[-1]) < 1e-9
+    assert abs(st.train_loss - ex.train_loss[-1]) < 1e-9
+    assert abs(st.test_loss - ex.test_loss[-1]) < 1e-9
+    assert max(st.error.values()) < 1e-9
+
+
+def test_noisy_ridge_with_few_nodes():
+    p = tk.Problem("linear", "z + 0.5*eps", delta=2.0, ridge=0.1, eta=0.2, steps=10)
+    st = stationary_state(p, order=12, check_order=10)
+    ex = linear_gd_limit(delta=2.0, eta=0.2, steps=4000, ridge=0.1, noise=0.5)
+    assert abs(st.test_loss - ex.test_loss[-1]) < 1e-8 and abs(st.gram[0, 0] - ex.gram[-1]) < 1e-8
+
+
+def test_below_interpolation_the_state_depends_on_the_initialisation():
+    p = tk.Problem("linear", "z", delta=0.5, eta=0.2, steps=10)
+    st = stationary_state(p, order=16)
+    assert st.status == "init-dependent"
+    assert "initialisation" in st.message and "\n" not in st.message
+    with pytest.raises(TheorykitError, match="no law"):
+        stationary_law(st)
+
+
+def test_unknown_selection_is_refused():
+    with pytest.raises(TheorykitError, match="select must be"):
+        stationary_state(tk.Problem("linear", "z", delta=3.0, eta=0.2, steps=10), select="lowest")
+
+
+def test_width_two_is_refused_in_one_line():
+    p = tk.Problem("gelu", "phase-retrieval", width=2, delta=8.0, eta=1.0, steps=10)
+    with pytest.raises(TheorykitError, match="m = 1 only"):
+        stationary_state(p)
+
+
+def test_convex_per_sample_problem_has_no_branch_jumps():
+    """Where phi(r) is convex (linear activation, logistic loss) the proximal point is smooth in omega, so the Stein
+    form E[g u] / sqrt(q) of the integrated response equals E[D / (1 + c D)]; with GeLU on phase retrieval (phi not
+    convex for some samples) the two differ, and only the Stein form keeps the branch's jumps."""
+    convex = stationary_state(tk.Problem("linear", "sign-symmetric", "logistic", delta=4.0, eta=1.0, steps=10),
+                              order=32)
+    assert abs(convex.chi_u - convex.chi_u_smooth) < 1e-6 * convex.chi_u
+    assert convex.nonconvex == 0
+    jumps = stationary_state(tk.Problem("gelu", "phase-retrieval", delta=10.0, eta=1.0, steps=10), order=32)
+    assert jumps.residual < 1e-8 and jumps.nonconvex > 0.1
+    assert abs(jumps.chi_u - jumps.chi_u_smooth) > 0.2 * jumps.chi_u
+
+
+def test_quadrature_error_is_small_for_a_kinked_activation():
+    st = stationary_state(tk.Problem("relu", "phase-retrieval", delta=10.0, eta=1.0, steps=10))
+    assert st.status == "ok" and st.residual < 1e-8
+    assert st.error["q"] < 1e-3 * st.q
+    law = stationary_law(st, d=1000)
+    assert law.truncation_n == 10000
+
+
+@pytest.mark.slow
+def test_stationary_state_matches_converged_gd():
+    """GeLU on centred phase retrieval, delta 8: GD at d = 1000 run to convergence with the hard direction projected
+    out (3 seeds) gives the stationary train loss and Gram within 4 standard errors plus 1/sqrt(d)."""
+    p = tk.Problem("gelu", "z**2 - 1", delta=8.0, eta=1.0, steps=1500)
+    st = stationary_state(p)
+    runs = [tk.simulate(p, d=1000, seed=s, constrained=True) for s in range(3)]
+    for key, val in (("train_loss", st.train_loss), ("gram", st.gram[0, 0])):
+        g = np.array([float(np.ravel(np.asarray(getattr(r, key))[-1])[0]) for r in runs])
+        se = g.std(ddof=1) / math.sqrt(len(g))
+        assert abs(g.mean() - val) < 4 * se + 1000 ** -0.5, (key, g, val)
+
+
+@pytest.mark.slow
+def test_delta_star_infinity_brackets_its_root():
+    from theorykit.thresholds.stationary import delta_star_infinity
+
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", delta=5.0, eta=1.0, steps=10)
+    r = delta_star_infinity(p, deltas=[2.0, 4.0, 8.0, 16.0, 32.0])
+    assert r.error == "" and r.bracket[0] <= r.value <= r.bracket[1]
+    assert r.outlier < min(r.edge, 0.0) and r.edge >= 0  # a minimum in the complement, a saddle along e
+    assert r.separation < r.value  # the outlier separates at a positive eigenvalue first
+
+
+def test_threshold_nn_alone_is_the_stationary_delta_star(capsys):
+    """`threshold --nn` with no T: delta_NN = delta*(infinity), criterion "stationary", converged, with its bracket
+    and error bound; the same number as the API."""
+    import json
+
+    from theorykit.cli import main
+    from theorykit.thresholds import delta_star_infinity
+
+    argv = ["threshold", "--activation", "gelu", "--link", "sign-symmetric", "--loss", "logistic", "--eta", "1",
+            "--nn", "--delta-range", "6", "12", "--points", "2"]
+    assert main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    nn = r["delta_nn"]
+    assert nn["criterion"] == "stationary" and nn["converged"] is True and nn["stderr"] is None
+    lo, hi = nn["evidence"]["bracket"]
+    assert lo <= nn["value"] <= hi and nn["error_bound"] >= hi - lo
+    assert nn["evidence"]["outlier"] < 0 and nn["evidence"]["separation"] < nn["value"]
+    api = delta_star_infinity(tk.Problem("gelu", "sign-symmetric", "logistic", delta=5.0, eta=1.0, steps=1),
+                              deltas=[6.0, 12.0])
+    assert api.value == pytest.approx(nn["value"], rel=1e-12)
+    assert main(argv) == 0
+    assert "delta_NN (stationary) = delta*(infinity)" in capsys.readouterr().out
+
+
+def test_threshold_nn_alone_refuses_width_two_and_a_psd_hessian(capsys):
+    from theorykit.cli import main
+
+    base = ["threshold", "--link", "phase-retrieval", "--eta", "1", "--nn"]
+    assert main([*base, "--activation", "gelu", "--width", "2"]) == 2
+    assert "needs --width 1" in capsys.readouterr().err
+    assert main([*base, "--activation", "relu"]) == 2
+    assert "--dyn" in capsys.readouterr().err
