@@ -18,7 +18,7 @@ import time
 
 import theorykit as tk
 from theorykit.dynamics.stationary import stationary_state
-from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.report.writer import now, write_study
 from theorykit.thresholds import delta_star_infinity
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,10 +52,9 @@ def main(argv):
         print(lines[-2], lines[-1], sep="\n", flush=True)
     header = ["Goal (issue 28 point 6): delta_NN to 2 digits in <= 2 min for m = 1.  The DMFT route to T = 1000 took "
               "589 s and did not converge (tables/delta_nn_bench.md)."]
-    return write_table(os.path.join(ROOT, "tables", "stationary_bench"), rows, list(rows[0]), lines,
+    return write_study("stationary_bench", __file__, argv, rows, lines,
                        title="Stationary route to delta_NN: wall time and memory",
-                       command=regenerate_command("python benchmarks/bench_stationary.py", list(argv)),
-                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+                       header=header, started=started, t0=t0, root=ROOT)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import sys
 import time
 
 import theorykit as tk
-from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.report.writer import now, write_study
 from theorykit.thresholds import delta_star_infinity
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,10 +67,9 @@ def main(argv):
               "re-solving each proximal point, so no truncation is needed).  'no state at': grid deltas below the "
               "interpolation threshold (the limit "
               "depends on the initialisation)."]
-    return write_table(os.path.join(ROOT, "tables", "delta_star_infinity"), rows, list(rows[0]), lines,
+    return write_study("delta_star_infinity", __file__, argv, rows, lines,
                        title="delta*(infinity) from the stationary state",
-                       command=regenerate_command("python scripts/delta_star_infinity.py", list(argv)),
-                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+                       header=header, started=started, t0=t0, root=ROOT)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 
 import theorykit as tk
 from theorykit.dynamics.stationary import stationary_state
-from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.report.writer import now, write_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = [("gelu", "z**2 - 1", "square", 8.0), ("gelu", "phase-retrieval", "square", 10.0),
@@ -57,15 +57,13 @@ def main(argv):
             lines.append(f"| {act}, {link}, {loss} | {delta:g} | {key} | {fmt(sv)} | {fmt(gv)} | {fmt(dv, dse)} | "
                          f"{fmt(gm, gse)} |")
         print(f"{act} {link} done", flush=True)
-    cols = list(rows[0])
     header = ["The DMFT's t -> infinity state from the stationary equations (docs/theory.md §3.4), m = 1, eta = 1, "
               "against the DMFT run to T = 400 and GD at d = 2000 run to convergence with the hard direction projected "
               "out.  'continuation' follows each sample's proximal point from c = 0 (the default); 'global' takes the "
               "lowest local minimum.  stationary_error in the CSV: the difference against the coarser rule."]
-    return write_table(os.path.join(ROOT, "tables", "stationary_state"), rows, cols, lines,
+    return write_study("stationary_state", __file__, argv, rows, lines,
                        title="The stationary state against the long-time DMFT and converged GD",
-                       command=regenerate_command("python scripts/stationary_state_check.py", list(argv)),
-                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+                       header=header, started=started, t0=t0, root=ROOT)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import TheorykitError
 from ..runner import check_writable
 
-__all__ = ["write_table", "write_csv", "check_table_writable", "notes_path", "regenerate_command", "machine",
-           "md_table", "fmt", "pct", "pm", "table_stem"]
+__all__ = ["write_table", "write_study", "write_csv", "check_table_writable", "notes_path", "regenerate_command",
+           "machine", "md_table", "fmt", "pct", "pm", "table_stem"]
 
 
 # ------------------------------------------------------------------------------------------------ formatting
@@ -71,6 +71,17 @@ def regenerate_command(prog: str, argv: Sequence[str], redact: Sequence[str] = (
 def script_prog(script: str, root: str) -> str:
     """'python <script relative to root>'."""
     return "python " + os.path.relpath(os.path.abspath(script), root)
+
+
+def write_study(stem: str, script: str, argv: Sequence[str], rows: Sequence[dict], body: Sequence[str], *,
+                title: str, header: Sequence[str], started, t0: float, root: str) -> tuple:
+    """:func:`write_table` for a study script: tables/<stem>.{csv,md} under ``root`` with the columns of the first
+    row, the command 'python <script> <argv>' and the wall time since ``t0`` (time.perf_counter())."""
+    import time
+
+    return write_table(os.path.join(root, "tables", stem), rows, list(rows[0]), body, title=title,
+                       command=regenerate_command(script_prog(script, root), list(argv)), started=started,
+                       wall=time.perf_counter() - t0, header=header, root=root)
 
 
 def machine(cpus_note: str = "shared") -> str:
