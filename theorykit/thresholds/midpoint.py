@@ -50,7 +50,9 @@ class FiniteDMidpoint:
 
     midpoints: [{d, horizon, midpoint, band [lo, hi], stderr, interpolation_error, note}]; escape_time: [{delta, d, t,
     band [early, late], note}] at every delta evaluated; evaluations: [{delta, d, v_eff, v_stderr, t_match, m_half,
-    cos2 (at the horizon), cos2_stderr, error}] in the order evaluated; method: how it was computed."""
+    cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d when the d -> infinity DMFT was unreliable
+    through rare paths at that delta and both runs used the DMFT of n samples; else None), error}] in the order
+    evaluated; method: how it was computed."""
 
     ds: tuple
     horizon: int
@@ -146,24 +148,45 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     bar = (Progress(len(dims) * (2 * MIDPOINT_MAX_EVALUATIONS + 1), label="finite-d midpoint", unit="DMFT solves")
            if progress else None)
     tick = bar.tick if bar else (lambda: None)
-    hard: dict[float, tuple] = {}  # delta -> (v, v_se, t_match): the linear hard process, shared by every d
+    # delta -> (v, v_se, t_match): the linear hard process, shared by every d; (delta, d) where it needed n = delta d
+    hard: dict[Any, tuple] = {}
+    truncated: set = set()  # the deltas whose DMFT was unreliable through rare paths and ran with n = delta d
 
-    def veff(dl: float) -> tuple:
-        if dl not in hard:
-            r = dmft(problem.replace(delta=dl, steps=H), **opts)
+    def solve(pr, dl: float, d: int):
+        """The DMFT of ``pr``; where it is unreliable through paths beyond the 1/n quantile (a tail no sample of
+        n = delta d points holds, docs/theory.md §3 numerics), the same run truncated at n = delta d."""
+        r = dmft(pr, **opts)
+        tick()
+        if r.status == "unreliable":
+            r = dmft(pr, d=d, **opts)
             tick()
+            truncated.add(dl)
+        return r
+
+    def veff(dl: float, d: int) -> tuple:
+        if (dl if dl not in truncated else (dl, d)) not in hard:
+            pr = problem.replace(delta=dl, steps=H)
+            if dl in truncated:
+                r = dmft(pr, d=d, **opts)
+                tick()
+            else:
+                r = solve(pr, dl, d)
             if r.status != "ok":
                 raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} "
                                       f"({r.diverged_at['hint']})")  # type: ignore[index]
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
             tm = matching_time(V, V_se)
-            hard[dl] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
-        return hard[dl]
+            hard[dl if dl not in truncated else (dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
+        return hard[dl if dl not in truncated else (dl, d)]
 
-    def run(dl: float, m0: float) -> tuple:
+    def run(dl: float, m0: float, d: int) -> tuple:
         """(cos^2 over t (mean), each replica's cos^2 over t)."""
-        r = dmft(problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e]), **opts)
-        tick()
+        pr = problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e])
+        if dl in truncated:
+            r = dmft(pr, d=d, **opts)
+            tick()
+        else:
+            r = solve(pr, dl, d)
         if r.status != "ok":
             raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]
@@ -177,17 +200,17 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
 
             def g(ln_dl: float, d: int = d, at: dict = at) -> float:
                 dl = float(math.exp(ln_dl))
-                v, v_se, tm = veff(dl)
+                v, v_se, tm = veff(dl, d)
                 m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
                 if not m_half < 1:
                     raise TheorykitError(f"the median effective overlap at d = {d}, delta = {dl:.6g} is {m_half:.3g}"
                                          " >= 1: d is too small for the matched prediction")
-                c, c_rep = run(dl, m_half)
+                c, c_rep = run(dl, m_half, d)
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
                               "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
                                                                          / math.sqrt(len(c_rep))),
-                              "error": ""})
+                              "truncated_at_n": round(dl * d) if dl in truncated else None, "error": ""})
                 return float(c[H]) - 0.5
 
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
@@ -238,7 +261,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 # v_eff's error: shifts m_1/2 by v_se / (2 v) in ln m0; d cos^2 / d ln m0 from one more run
                 near = a if abs(fa) <= abs(fb) else b
                 dl, v, v_se, _, m_half, c, _ = at[near]
-                c_up, _ = run(dl, m_half * math.exp(SLOPE_STEP))
+                c_up, _ = run(dl, m_half * math.exp(SLOPE_STEP), d)
                 slope_m = (float(c_up[H]) - float(c[H])) / SLOPE_STEP
                 slope_dl = (fb - fa) / (math.exp(b) - math.exp(a))
                 shift = abs(slope_m * (2 * v_se / (2 * v)) / slope_dl) if slope_dl != 0 else math.inf
