@@ -237,7 +237,8 @@ class _Prox:
 
 
 def _state(problem, order: int, g_nodes: int = G_NODES, x0=None, select: str = "continuation"):
-    """Solve the stationary equations on one rule; returns a dict (or raises _NoSolution)."""
+    """Solve the stationary equations on one rule: a dict of the state (c, q, mE, the paths' r, F, D, ...) and the
+    largest residual; the caller judges whether it converged."""
     from scipy.optimize import root
 
     p = problem

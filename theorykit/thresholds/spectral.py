@@ -307,6 +307,21 @@ def check_threshold_problem(problem, times):
     return _to_steps(problem, T), ts
 
 
+def scan_inputs(d, n, deltas, delta_range, points) -> tuple:
+    """(d, n, grid) checked for a threshold scan in delta: at most one of the truncations d (n = delta d) and n, and
+    the sorted grid (``deltas``, or ``points`` log-spaced values in ``delta_range``)."""
+    if d is not None and n is not None:
+        raise TheorykitError("give d or n, not both")
+    d = None if d is None else check_int("d", d, 1)
+    n = None if n is None else check_int("n", n, 1)
+    if deltas is None:
+        lo, hi = (check_number("delta_range", v, lambda x: x > 0, "> 0") for v in delta_range)
+        if not lo < hi:
+            raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
+        deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
+    return d, n, sorted(float(x) for x in deltas)
+
+
 def _to_steps(problem, T: int):
     """The Problem run for exactly T steps (its schedule cut at T, or steps = T)."""
     if problem.schedule is not None:
@@ -373,17 +388,8 @@ def delta_star(problem, times, deltas=None, *, delta_range=THRESHOLD_DELTA_RANGE
     (1, 5, True)
     """
     p, ts = check_threshold_problem(problem, times)
-    if d is not None and n is not None:
-        raise TheorykitError("give d or n, not both")
-    d = None if d is None else check_int("d", d, 1)
-    n = None if n is None else check_int("n", n, 1)
+    d, n, grid = scan_inputs(d, n, deltas, delta_range, points)
     refine = check_int("refine", refine, 0, 50)
-    if deltas is None:
-        lo, hi = (check_number("delta_range", v, lambda x: x > 0, "> 0") for v in delta_range)
-        if not lo < hi:
-            raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
-        deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
-    grid = sorted(float(x) for x in deltas)
     if max(ts) >= THRESHOLD_DIRECT_FROM_T and "response" not in dmft_options and not p.network.kinked:
         # (a kinked activation or loss keeps 'auto': only Stein's responses carry its Dirac terms, docs/theory.md §3.1)
         dmft_options = {**dmft_options, "response": "direct"}

@@ -23,7 +23,7 @@ from ..dynamics.stationary import STATIONARY_ORDER, stationary_state
 from ..errors import TheorykitError
 from ..rules import secant_root
 from ..spectra.hessian import hessian_prediction
-from .spectral import THRESHOLD_DELTA_RANGE, check_threshold_problem
+from .spectral import THRESHOLD_DELTA_RANGE, check_threshold_problem, scan_inputs
 
 __all__ = ["DeltaStarInfinity", "delta_star_infinity", "stationary_law"]
 
@@ -136,17 +136,8 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     if p.m != 1:
         raise TheorykitError(f"delta*(infinity) needs width m = 1 (got m = {p.m}): the stationary state is solved for "
                              "m = 1 only; use delta_nn for the long-time DMFT")
-    if d is not None and n is not None:
-        raise TheorykitError("give d or n, not both")
-    d = None if d is None else check_int("d", d, 1)
-    n = None if n is None else check_int("n", n, 1)
+    d, n, grid = scan_inputs(d, n, deltas, delta_range, points)
     rtol = check_number("rtol", rtol, lambda v: 0 < v < 1, "in (0, 1)")
-    if deltas is None:
-        lo, hi = (check_number("delta_range", v, lambda x: x > 0, "> 0") for v in delta_range)
-        if not lo < hi:
-            raise TheorykitError(f"delta_range must satisfy lo < hi, got {delta_range}")
-        deltas = np.geomspace(lo, hi, check_int("points", points, 2, 1000))
-    grid = sorted(float(x) for x in deltas)
     order = STATIONARY_ORDER if order is None else check_int("order", order, 8, 400)
     states, crit, preds, bad = {}, {}, {}, {}
     bar = Progress(len(grid) + 12, label="delta*(inf)", unit="states") if progress else None
