@@ -21,7 +21,7 @@ import time
 
 import theorykit as tk
 from theorykit.cache import JsonCache
-from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.report.writer import now, write_study
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from finite_d_midpoint_vs_gd import logistic_midpoint  # noqa: E402
@@ -145,10 +145,9 @@ def main(argv=()):
               "(tables/raw/finite_d_large_d_gd_*.csv)."]
     cols = ["setting", "activation", "link", "loss", "eta", "c", "d", "horizon", "theory", "theory_low", "theory_high",
             "theory_stderr", "dmft_runs", "seconds", "gd", "gd_stderr", "gd_runs", "gd_fractions", "note"]
-    return write_table(os.path.join(ROOT, "tables", "finite_d_large_d"), rows, cols, lines,
+    return write_study("finite_d_large_d", __file__, argv, rows, lines,
                        title="The finite-d threshold from d = 400 to 10^8 at horizons T = c ln d",
-                       command=regenerate_command("python scripts/finite_d_large_d.py", list(argv)),
-                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+                       header=header, started=started, t0=t0, root=ROOT, columns=cols)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import theorykit as tk
-from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.report.writer import now, write_study
 from theorykit.rules import crossing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -94,11 +94,9 @@ def main(argv=()):
                          + (" -- both rates within 2 s.e. of 0: not resolved" if weak else ""))
     header = [f"M0 = {M0:g} e, T = {T}, 16384 paths in 4 replicas, mirrored paths; a window's rate uses only its steps "
               f"where every replica's M_t is positive and below {LINEAR_LIMIT:g} (the linear phase)."]
-    cols = list(rows[0])
-    return write_table(os.path.join(ROOT, "tables", "late_growth_rate"), rows, cols, lines,
+    return write_study("late_growth_rate", __file__, argv, rows, lines,
                        title="Late-time growth rate of a small hard overlap (DMFT, mirrored paths)",
-                       command=regenerate_command("python scripts/late_growth_rate.py", list(argv)),
-                       started=started, wall=time.perf_counter() - t0, header=header, root=ROOT)
+                       header=header, started=started, t0=t0, root=ROOT)
 
 
 if __name__ == "__main__":

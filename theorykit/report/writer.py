@@ -74,12 +74,14 @@ def script_prog(script: str, root: str) -> str:
 
 
 def write_study(stem: str, script: str, argv: Sequence[str], rows: Sequence[dict], body: Sequence[str], *,
-                title: str, header: Sequence[str], started, t0: float, root: str) -> tuple:
-    """:func:`write_table` for a study script: tables/<stem>.{csv,md} under ``root`` with the columns of the first
-    row, the command 'python <script> <argv>' and the wall time since ``t0`` (time.perf_counter())."""
+                title: str, header: Sequence[str], started, t0: float, root: str,
+                columns: Optional[Sequence[str]] = None) -> tuple:
+    """:func:`write_table` for a study script: tables/<stem>.{csv,md} under ``root`` with ``columns`` (default: those
+    of the first row), the command 'python <script> <argv>' and the wall time since ``t0`` (time.perf_counter())."""
     import time
 
-    return write_table(os.path.join(root, "tables", stem), rows, list(rows[0]), body, title=title,
+    cols = list(rows[0]) if columns is None else list(columns)
+    return write_table(os.path.join(root, "tables", stem), rows, cols, body, title=title,
                        command=regenerate_command(script_prog(script, root), list(argv)), started=started,
                        wall=time.perf_counter() - t0, header=header, root=root)
 
