@@ -12,8 +12,13 @@ Sections (run all, or pick with --only):
           grid up to flow time 200.  Reports gram, losses and the low tail of D (min and the 1e-5, 1e-4, 1e-3
           quantiles of its smallest eigenvalue) along t, to show whether they converge as t grows.
 * long2:  m = 2, phase retrieval (GeLU, a = (1, 1), delta = 4, eta = 1), T = 200.
+* hard:   the hard process' tangents alone (S = 1001 times, 8192 paths, 37 tangents, m = 1, synthetic inputs): the
+          step-by-step recursion (block 1, the whole history in memory: the former code path) against the blocked,
+          grouped one, beside the floor of its multiply-adds at this machine's float32 GEMM rate (measured here).
+* t1000:  the default DMFT (65536 paths, 8 replicas in 2 processes) of the bounded setting (GeLU, sign link,
+          logistic, delta = 8, eta = 1) to T = 1000: wall time and the peak memory of each process.
 
-    python benchmarks/bench_dmft.py [--only speed,paths,grid,long,long2] [--quick]
+    python benchmarks/bench_dmft.py [--only speed,paths,grid,long,long2,hard,t1000] [--quick]
 """
 from __future__ import annotations
 
@@ -114,9 +119,55 @@ def long2(quick):
     _tail_report(r, [0, 10, 50, 100, 200])
 
 
+def hard(quick):
+    from theorykit.dynamics.hard_process import hard_tangents
+
+    S, N = (301, 4096) if quick else (1001, 8192)
+    rng = np.random.default_rng(0)
+    D = rng.normal(0.3, 0.5, size=(S, N, 1, 1)).astype(np.float32)
+    lag = np.subtract.outer(np.arange(S), np.arange(S))
+    R = np.where(lag > 0, -0.02 * np.exp(-0.05 * np.maximum(lag, 0)), 0.0)[:, :, None, None]
+    U = rng.normal(size=(S, 64)) / 8.0
+    Cu = (U @ U.T)[:, :, None, None]
+    zeta, w = rng.normal(size=N), np.full(N, 1.0 / N)
+    args = (D, zeta, w, R, Cu, np.full(S, 1.0), 8.0, 0.0, np.eye(1))
+    A = rng.normal(size=(32, S)).astype(np.float32)
+    B = rng.normal(size=(S, 37 * N // 8)).astype(np.float32)
+    t0 = time.perf_counter()
+    A @ B
+    rate = 2 * A.shape[0] * S * B.shape[1] / (time.perf_counter() - t0)
+    floor = 37 * N * S * S / rate  # multiply-adds of sum_{s<t} R(t, s) K^s over t, 37 tangents: 2 J N S^2 / 2 flops
+    res = {}
+    for name, kw in (("step by step, whole history (former)", dict(block=1, memory=1e12)), ("blocked, grouped", {})):
+        t0 = time.perf_counter()
+        res[name] = hard_tangents(*args, **kw)[0]
+        print(f"[hard] {name}: {time.perf_counter() - t0:.1f} s")
+    a, b = res.values()
+    print(f"[hard] S = {S}, N = {N}, 37 tangents: GEMM floor {floor:.1f} s ({rate / 1e9:.1f} GFLOP/s float32); "
+          f"largest relative difference of C_mu {float(np.max(np.abs(a - b) / np.abs(a))):.1e}")
+
+
+def t1000(quick):
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    T = 300 if quick else 1000
+    cmd = [sys.executable, "-m", "theorykit.cli", "dmft", "--activation", "gelu", "--link", "sign-symmetric", "--loss",
+           "logistic", "--delta", "8", "--eta", "1", "--steps", str(T), "--json"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2 ** 20
+    r = json.loads(out)
+    print(f"[t1000] bounded, delta = 8, T = {T}, default paths: {wall:.1f} s wall, peak {peak:.2f} GiB per "
+          f"process; gram(T) {r['gram'][-1][0][0]:.4f}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", default="speed,paths,grid,long,long2")
+    p.add_argument("--only", default="speed,paths,grid,long,long2,hard,t1000")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     for name in args.only.split(","):

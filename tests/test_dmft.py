@@ -119,6 +119,13 @@ def test_hard_tangents_equal_the_kernel_recursion(m):
     C2, info2 = _hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=2, residual=0,
                                dtype=np.float64)
     assert info2["exact_fraction"] < 1 and np.all(np.einsum("taa->t", C2) <= np.einsum("taa->t", ref) + 1e-9)
+    # time blocks (the sum over the history before a block as one GEMM) and tangent groups (a memory budget of two
+    # tangents' history) compute the same recursion: every block size, including ones that do not divide S
+    for block in (1, 2, 3, 4, 100):
+        Cb, infob = _hard_tangents(D, zeta, w, R, Cuz, etas, delta, ridge, Sigma0, rank=10 ** 6, residual=0,
+                                   dtype=np.float64, block=block, memory=2 * S * m * N * 8)
+        assert np.allclose(Cb, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        assert np.allclose(infob["ess"], info["ess"], rtol=1e-12) and np.allclose(infob["P_half"], info["P_half"])
 
 
 def test_hermite_rule_integrates_polynomials_exactly():

@@ -4,11 +4,17 @@ the solver uses Stein kernels and the parameter-side recursion instead (docs/the
 """
 from __future__ import annotations
 
+
 import numpy as np
 
 #: hard process: noise drives taken exactly (top eigenvectors of delta C_u^zeta) and random drives for the rest
 HARD_RANK = 32
 HARD_RESIDUAL = 4
+#: memory budget of the tangents' history per replica, bytes: the tangents are propagated a group at a time, as many
+#: as fit (all of them at the default 8192 paths per replica up to T ~ 200)
+HARD_MEMORY = 2.56e8
+#: time steps per block of the tangents' recursion: the sum over the history before a block is one GEMM
+HARD_BLOCK = 32
 
 
 def hard_subspace_basis(lk) -> np.ndarray:
@@ -19,7 +25,7 @@ def hard_subspace_basis(lk) -> np.ndarray:
 
 
 def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0, rank=HARD_RANK,
-                   residual=HARD_RESIDUAL, rng=None, dtype=np.float32):
+                   residual=HARD_RESIDUAL, rng=None, dtype=np.float32, block=HARD_BLOCK, memory=None):
     """C_mu(t) = E[mu^t mu^tT] of the linear hard-direction process (docs/theory.md §3.2), by pathwise tangents.
 
     The process  mu^{t+1} = (1 - eta_t lambda) mu^t - eta_t sum_{s<=t} R_u^zeta(t, s) mu^s - (eta_t / delta) G^t,
@@ -41,6 +47,11 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
     c_n -- small values mean a few paths (those whose tangent grew where D < 0) carry C_mu; ``C_init`` (S, m, m) =
     P_t Sigma_0 P_t^T; ``P_half`` (S, m, m) = P_t B and ``Sigma0_half`` B (B B^T = Sigma_0): the propagator of the
     initial overlap, for :func:`effective_overlap_covariance`).
+
+    The recursion is evaluated as written, reorganised for speed and memory: the tangents are independent, so they
+    run a group at a time, as many as fit in ``memory`` bytes (default HARD_MEMORY) of history; and time runs in blocks
+    of ``block`` steps, the part of the sum over s that lies before a block being one GEMM for the whole block (the
+    history is read once per block instead of once per step: the recursion is memory-bound otherwise).
     """
     S, N, m = D.shape[0], D.shape[1], D.shape[2]
     rng = rng if rng is not None else np.random.default_rng(0)
@@ -74,32 +85,44 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
     Gd = np.zeros((S, m, J))
     if Jn:
         Gd[:S - 1, :, m:] = drive.reshape(S - 1, m, Jn)
-    K = np.zeros((S, m, J * N), dtype=dtype)  # K[s, b, (j, n)] = (D^s rho^s)[n, b] of tangent j
     zw = (weight * zeta).astype(float)
     zt = zeta.astype(dtype)
-    C = np.zeros((S, m, m))
-    C_init = np.zeros((S, m, m))  # the P Sigma_0 P^T part (first m tangents)
-    A = np.zeros((S, m, m))  # P_t Sigma_0^(1/2): the first m tangents themselves
     ess = np.zeros(S)
-    for t in range(S):
-        rho = (x[t][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, J, N)
-        if t:
-            Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m).astype(dtype)
-            rho += (Rt @ K[:t].reshape(t * m, J * N)).reshape(m, J, N)
-        if m == 1:
-            Kt = rho * D[t, :, 0, 0].astype(dtype)[None, None, :]
-        else:
-            Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
-        K[t] = Kt.reshape(m, J * N)
-        C[t] = np.einsum("aj,bj,j->ab", x[t], x[t], cw)
-        C_init[t] = x[t][:, :m] @ x[t][:, :m].T
-        A[t] = x[t][:, :m]
-        c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
-        ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
-        if t < S - 1:
-            F = Kt.astype(float) @ zw  # (m, J): sum_{s<=t} R_u^zeta(t, s) x^s
-            eta = etas[t]
-            x[t + 1] = (1.0 - eta * ridge) * x[t] - eta * F - (eta / delta) * Gd[t]
+    item = np.dtype(dtype).itemsize
+    Jg = int(max(1, min(J, (HARD_MEMORY if memory is None else memory) // (S * m * N * item))))
+    B = max(1, int(block))
+    for g0 in range(0, J, Jg):  # tangents are independent: a group at a time bounds the memory
+        js = slice(g0, min(J, g0 + Jg))
+        nj = js.stop - js.start
+        K = np.zeros((S, m, nj * N), dtype=dtype)  # K[s, b, (j, n)] = (D^s rho^s)[n, b] of tangent j
+        for b0 in range(0, S, B):
+            b1 = min(S, b0 + B)
+            if b0:  # the block's sum over s < b0, one GEMM: K[:b0] is read once per block, not once per step
+                Rb = R_theta[b0:b1, :b0].transpose(0, 2, 1, 3).reshape((b1 - b0) * m, b0 * m).astype(dtype)
+                far = (Rb @ K[:b0].reshape(b0 * m, nj * N)).reshape(b1 - b0, m, nj, N)
+            for t in range(b0, b1):
+                rho = (x[t][:, js][:, :, None] * zt[None, None, :]).astype(dtype)  # (m, nj, N)
+                if b0:
+                    rho += far[t - b0]
+                if t > b0:
+                    Rt = R_theta[t, b0:t].transpose(1, 0, 2).reshape(m, (t - b0) * m).astype(dtype)
+                    rho += (Rt @ K[b0:t].reshape((t - b0) * m, nj * N)).reshape(m, nj, N)
+                if m == 1:
+                    Kt = rho * D[t, :, 0, 0].astype(dtype)[None, None, :]
+                else:
+                    Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
+                K[t] = Kt.reshape(m, nj * N)
+                if g0 == 0:
+                    c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent
+                    ess[t] = float(np.abs(c0).sum() ** 2 / max(float(c0 @ c0), 1e-300)) / N
+                if t < S - 1:
+                    F = Kt.astype(float) @ zw  # (m, nj): sum_{s<=t} R_u^zeta(t, s) x^s
+                    eta = etas[t]
+                    x[t + 1][:, js] = (1.0 - eta * ridge) * x[t][:, js] - eta * F - (eta / delta) * Gd[t][:, js]
+        del K
+    C = np.einsum("taj,tbj,j->tab", x, x, cw)
+    C_init = np.einsum("taj,tbj->tab", x[:, :, :m], x[:, :, :m])  # the P Sigma_0 P^T part (first m tangents)
+    A = x[:, :, :m].copy()  # P_t Sigma_0^(1/2): the first m tangents themselves
     info["ess"], info["C_init"] = ess, C_init
     info["P_half"], info["Sigma0_half"] = A, Sig_half
     return C, info
