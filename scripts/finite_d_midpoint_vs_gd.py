@@ -12,16 +12,14 @@ kept in tables/raw/ (resumable: rerunning reuses them).
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
 
-import numpy as np
-from scipy.optimize import minimize
 
 import theorykit as tk
 from theorykit.report.writer import now, regenerate_command, write_table
+from theorykit.validation.stats import logistic_midpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEEDS = 32
@@ -31,21 +29,6 @@ CASES = {
     "bounded": ("gelu", "sign-symmetric", "logistic", 1.0, 400, 200, [5.5, 6, 6.5, 7, 7.5, 8, 8.5]),
     "pr-x2": ("quad", "phase-retrieval", "square", 0.05, 400, 400, [3.5, 4, 4.5, 5, 5.5, 6, 6.5]),
 }
-
-
-def logistic_midpoint(x: np.ndarray, y: np.ndarray, resamples: int = 400) -> tuple:
-    """(midpoint, bootstrap stderr) of P(success) = 1 / (1 + exp(-(delta - mu) / s)) by maximum likelihood."""
-    def nll(p, x, y):
-        q = np.clip(1 / (1 + np.exp(-(x - p[0]) / math.exp(p[1]))), 1e-12, 1 - 1e-12)
-        return -float((y * np.log(q) + (1 - y) * np.log(1 - q)).sum())
-
-    fit = minimize(nll, [float(np.mean(x)), 0.0], args=(x, y), method="Nelder-Mead").x
-    rng = np.random.default_rng(0)
-    boot = []
-    for _ in range(resamples):
-        i = rng.integers(0, len(x), len(x))
-        boot.append(minimize(nll, fit, args=(x[i], y[i]), method="Nelder-Mead").x[0])
-    return float(fit[0]), float(np.std(boot, ddof=1))
 
 
 def main(argv=()):

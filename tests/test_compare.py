@@ -290,3 +290,13 @@ def test_write_table_keeps_notes(tmp_path):
     write_table(stem, rows[:1], ["a", "b"], ["## Body"], title="T", command=cmd, started=started, wall=1.0)
     assert open(notes).read() == "my note\n"
     assert "Hand-written notes on this table:" in open(stem + ".md").read()
+
+
+def test_logistic_midpoint_recovers_a_known_curve():
+    from theorykit.validation.stats import logistic_midpoint
+
+    rng = np.random.default_rng(5)
+    x = np.repeat(np.linspace(5.0, 9.0, 9), 200)
+    y = (rng.random(x.size) < 1 / (1 + np.exp(-(x - 7.0) / 0.5))).astype(float)
+    mid, se = logistic_midpoint(x, y, resamples=100)
+    assert 0.005 < se < 0.1 and abs(mid - 7.0) < 3 * se

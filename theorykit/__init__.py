@@ -15,12 +15,13 @@ The public surface (docs/api.md lists every name with its signature)::
     finite_d                      at your d and horizon: P(GD captures the hard direction by t), delta_1/2, escape times
     check                         a hand calculation checked against theorykit
     table                         one row per setting, the columns above (what ``theorykit table`` prints)
+    optimise                      search an activation (or loss) family for the fewest samples (docs/optimise.md)
 
 Everything else lives in the subpackages, in the theory's order: ``symbolic`` (expressions, expectations, Hermite,
 links, the per-sample network) -> ``problem`` -> ``dynamics`` (DMFT, its scan, closed forms) -> ``spectra`` (classic
 spectral methods, the Hessian law) -> ``thresholds`` (spectral, dynamical, capture and finite-d); ``referee`` (the
 finite-d simulator, Hessians, sweeps) beside them, never importing the theory; ``claims`` (check) and ``report``
-(table, figures, the table writer) on top; ``cli``.  The validation studies (``theorykit.validation``, behind
+(table, optimise, figures, the table writer) on top; ``cli``.  The validation studies (``theorykit.validation``, behind
 scripts/) are the project's evidence, not API: ``import theorykit`` does not load them.  docs/theory.md states the
 equations; theorykit.conventions the normalisations.
 """
@@ -30,10 +31,12 @@ from .dynamics import dmft
 from .errors import TheorykitError
 from .problem import Problem
 from .referee import simulate, sweep
+from .report.optimise import optimise
 from .report.table import table
 from .symbolic import activation, analyse_link, hermite_coefficients, link, loss
 from .thresholds import delta_dyn, delta_nn, delta_star, finite_d, hessian
 from .version import __version__  # noqa: F401  (the package version)
 
 __all__ = ["Problem", "activation", "link", "loss", "analyse_link", "hermite_coefficients", "dmft", "simulate", "sweep",
-           "hessian", "delta_star", "delta_nn", "delta_dyn", "finite_d", "check", "table", "TheorykitError"]
+           "hessian", "delta_star", "delta_nn", "delta_dyn", "finite_d", "check", "table", "optimise",
+           "TheorykitError"]

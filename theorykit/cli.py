@@ -22,12 +22,13 @@ from .errors import NoAnswer, TheorykitError
 # fail loudly here (never a silently missing or "unavailable" command)
 from ._cli import derive, dmft as dmft_cmd, hermite, link as link_cmd, simulate as simulate_cmd, \
     spectral as spectral_cmd, sweep as sweep_cmd, hessian as hessian_cmd, threshold as threshold_cmd, \
-    table as table_cmd, plot as plot_cmd, check as check_cmd
+    table as table_cmd, plot as plot_cmd, check as check_cmd, optimise as optimise_cmd
 
 #: command name -> module under theorykit._cli (each defines add_parser, run and text), in help order
 COMMANDS = {"hermite": hermite, "link": link_cmd, "derive": derive, "simulate": simulate_cmd,
             "spectral": spectral_cmd, "sweep": sweep_cmd, "dmft": dmft_cmd, "hessian": hessian_cmd,
-            "threshold": threshold_cmd, "table": table_cmd, "plot": plot_cmd, "check": check_cmd}
+            "threshold": threshold_cmd, "table": table_cmd, "optimise": optimise_cmd, "plot": plot_cmd,
+            "check": check_cmd}
 
 
 class _Parser(argparse.ArgumentParser):

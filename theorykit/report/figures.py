@@ -10,7 +10,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 
-def _plt():
+def pyplot():
+    """matplotlib.pyplot with the non-interactive Agg backend (unless one is already chosen)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -26,7 +27,7 @@ def save(fig, stem: str) -> list:
     paths = [stem + ".png", stem + ".pdf"]
     fig.savefig(paths[0], dpi=150, bbox_inches="tight")
     fig.savefig(paths[1], bbox_inches="tight")
-    _plt().close(fig)
+    pyplot().close(fig)
     return paths
 
 
@@ -55,7 +56,7 @@ def success(curves: dict, marks: Optional[dict] = None, title: str = "", predict
     labelled arrow at the nearer edge pointing out of the range, its text in the legend with "off scale".  Predictions
     whose m_star is noise-limited are open squares.  The legend is right of the axes; notes: lines written under the
     axes (e.g. why a curve has no prediction)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     styles = ["--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
     if xlim is None:
@@ -115,7 +116,7 @@ def hessian(density: dict, eigenvalues: Sequence[float], outliers: Sequence[dict
             spikes: Sequence[dict] = ()):
     """The finite-d Hessian's eigenvalues (histogram, density-normalised) over the predicted bulk density, with the
     predicted bulk edge, the hard outliers (and, at finite d, the predicted single-sample spikes) marked."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ev = np.asarray(eigenvalues, dtype=float)
     lam, rho = np.asarray(density.get("lambda", []), dtype=float), np.asarray(density.get("rho", []), dtype=float)
@@ -148,7 +149,7 @@ def hessian(density: dict, eigenvalues: Sequence[float], outliers: Sequence[dict
 def delta_star(rows: Sequence[dict], title: str = ""):
     """delta*(t) against t (log scale), one line per setting, with 2-se error bars; rows: {setting, t, delta_star,
     delta_star_se} (tables/delta_nn.csv, part "nn")."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for s in sorted({r["setting"] for r in rows}, key=str):
         rs = sorted([r for r in rows if r["setting"] == s and r.get("delta_star") is not None
@@ -173,7 +174,7 @@ def escape(rows: Sequence[dict], title: str = ""):
     """Escape time against delta, one line per d: the median over runs that escaped by the horizon, bars from the
     quartiles, and the number that escaped; rows: {delta, d, escape_median, escape_q25, escape_q75, escaped, runs}
     (tables/delta_nn.csv, part "escape")."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for d in sorted({int(r["d"]) for r in rows}):
         rs = sorted([r for r in rows if int(r["d"]) == d], key=lambda r: r["delta"])
@@ -200,7 +201,7 @@ def escape_vs_d(rows: Sequence[dict], title: str = ""):
     over all runs (markers, quartile bars) and the DMFT's predicted t_1/2 (dashed, its band shaded); rows:
     tables/thresholds_vs_sim.csv (d, delta, setting, t_pred, t_pred_early, t_pred_late, t_sim_median, t_sim_q25,
     t_sim_q75).  Growth like ln d is a straight line."""
-    plt = _plt()
+    plt = pyplot()
     settings = list(dict.fromkeys(r["setting"] for r in rows))
     fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.8), squeeze=False)
 
@@ -243,7 +244,7 @@ def dmft_vs_sim(dmft: dict, sims: Sequence[dict], title: str = ""):
     """DMFT against finite-d GD: M_t (first latent row, first neuron), (Theta^T Theta)_11, train and test loss,
     each DMFT curve with a 2-se band and the simulator's seed mean with a 2-se band.  dmft: {t, M, gram,
     train_loss, test_loss, stderr: {...}} (DMFTResult.as_dict()); sims: SimulationResult.as_dict() per seed."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0))
     pick = {"M_t[0, 0]": lambda r: np.asarray(r["M"], dtype=float)[:, 0, 0],
             "gram[0, 0]": lambda r: np.asarray(r["gram"], dtype=float)[:, 0, 0],
@@ -276,7 +277,7 @@ def grokking(sims: Sequence[dict], dmft: Optional[dict] = None, title: str = "")
     """Train and test loss against t for finite-d GD near the threshold (one thin line per seed, the median bold),
     with the hard overlap below: the train loss falls long before the test loss, which drops when the hard direction
     is found (the escape).  dmft: the DMFT's train and test loss over its (shorter) horizon, for comparison."""
-    plt = _plt()
+    plt = pyplot()
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     T = min(len(s["t"]) for s in sims)
     t = np.arange(T)

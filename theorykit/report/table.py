@@ -10,9 +10,11 @@ Columns (``--columns``, comma-separated; parameters after ``@``, separated by ``
 * ``delta_nn@T=T`` (or ``delta_nn@T=T:d=D``): lim delta*(t) on a geometric grid up to T (:func:`theorykit.delta_nn`), \
 with its convergence
   verdict (a lower bound when not converged);
-* ``finite_d@d=D:T=T``: the midpoint delta_1/2(D, T) of :func:`theorykit.finite_d` (docs/theory.md §5; m = 1, 2):
-  where P(GD at dimension D captures the hard direction by T) crosses 1/2 over the ``--deltas`` grid; band: where
-  its low and high ends cross 1/2;
+* ``finite_d@d=D:T=T``: the midpoint delta_1/2(D, T) where P(GD at dimension D captures the hard direction by T) is
+  1/2 (docs/theory.md §5), as ``theorykit threshold --d D --horizon T`` finds it: by root finding from the median
+  start (:func:`theorykit.thresholds.finite_d_midpoint`, m = 1 and a link even along its hard direction) in the
+  bracket of the ``--deltas`` grid's ends, with its standard error and band; otherwise (m = 2) where
+  :func:`theorykit.finite_d`'s P crosses 1/2 over the ``--deltas`` grid, band where its low and high ends cross 1/2;
 * ``sim@d=D:T=T``: the simulated midpoint: finite-d GD (``theorykit.sweep``) at dimension D for T steps over the
   ``--deltas`` grid with ``--seeds`` seeds each; success = hard overlap > 1/2 by T; midpoint = the success
   fraction's crossing of 1/2 (linear interpolation), band = the crossings of its Wilson 95% bounds.
@@ -211,9 +213,20 @@ def _sim(problem, col, opt):
 
 
 def _finite_d(problem, col, opt):
-    from ..thresholds import finite_d
+    from ..thresholds import finite_d, finite_d_midpoint, median_start_applies
 
     d, T = col.get("d"), col.get("T")
+    if median_start_applies(problem) is None:
+        # the command line's rule (theorykit threshold --d --horizon): the midpoint by root finding from the median
+        # start, bracketed by the --deltas grid's ends
+        fm = finite_d_midpoint(problem, [d], T, delta_range=(min(opt.deltas), max(opt.deltas)), paths=opt.paths,
+                               replicas=opt.replicas)
+        m = fm.midpoints[0]
+        # no crossing in the bracket is an answer (value NaN, where it lies in the note), not a failure
+        return {**_cell(m["midpoint"], m["stderr"], *m["band"],
+                        how=f"theorykit.thresholds.finite_d_midpoint ({fm.method})" + (f"; {m['note']}" if m["note"]
+                                                                                       else "")),
+                "note": m["note"] or ""}
     fd = finite_d(problem, list(opt.deltas), [d], T, paths=opt.paths, replicas=opt.replicas)
     failed = [q for q in fd.per_delta if q["error"]]
     if len(failed) == len(fd.per_delta):

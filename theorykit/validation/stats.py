@@ -5,6 +5,7 @@ against a value computed by hand (tests/test_compare.py).
 
 * :func:`binomial` -- a success fraction with its binomial standard error and Wilson interval;
 * :func:`crossing` -- the delta at which a success curve crosses 1/2 (linear interpolation; theorykit.rules);
+* :func:`logistic_midpoint` -- the same midpoint from per-run outcomes by a logistic maximum-likelihood fit;
 * :func:`compare` -- the relative error of a DMFT value against a seed mean, and the size expected from noise;
 * :func:`signed`, :func:`per_seed_rms` -- the signed scalar and the per-seed rms deviation of dmft_dscan;
 * :func:`cv_mean` -- the control-variate estimator of a seed mean;
@@ -22,7 +23,8 @@ import numpy as np
 from ..rules import crossing  # the one crossing finder, shared with the theory's thresholds
 from ..runner import wilson
 
-__all__ = ["Proportion", "binomial", "crossing", "compare", "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
+__all__ = ["Proportion", "binomial", "crossing", "logistic_midpoint", "compare",
+           "signed", "per_seed_rms", "cv_mean", "gls", "power_fit",
            "fit_over_d", "extrapolate_inverse", "loglog_slope", "within", "within_se", "within_factor", "in_band"]
 
 
@@ -60,6 +62,27 @@ def binomial(k: int, n: int, level: float = 0.95) -> Proportion:
 
 
 # ------------------------------------------------------------------------------------------------ DMFT vs seed mean
+def logistic_midpoint(x, y, resamples: int = 400, seed: int = 0) -> tuple:
+    """(midpoint, bootstrap standard error) of P(success | delta) = 1 / (1 + exp(-(delta - mu) / s)) fitted by maximum
+    likelihood to per-run outcomes y (0/1) at deltas x; the error from ``resamples`` bootstrap redraws of the runs."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+    def nll(p, x, y):
+        q = np.clip(expit((x - p[0]) / math.exp(min(p[1], 50.0))), 1e-12, 1 - 1e-12)
+        return -float((y * np.log(q) + (1 - y) * np.log(1 - q)).sum())
+
+    fit = minimize(nll, [float(np.mean(x)), 0.0], args=(x, y), method="Nelder-Mead").x
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(resamples):
+        i = rng.integers(0, len(x), len(x))
+        boot.append(minimize(nll, fit, args=(x[i], y[i]), method="Nelder-Mead").x[0])
+    return float(fit[0]), float(np.std(boot, ddof=1))
+
+
 def compare(dm, dm_se, sim_arr) -> dict:
     """DMFT value ``dm`` (scalar or matrix) with its standard error ``dm_se`` against per-seed values ``sim_arr``
     (shape (S, ...)).  Returns the table columns dmft, dmft_se, sim_mean, sim_se (Frobenius norms for matrices),

@@ -1,0 +1,103 @@
+"""theorykit optimise --activation "gelu(x) + c*x**2" --param c=-1:1 --link phase-retrieval [--loss square]
+[--width 1] [--eta 1] [--objective finite_d@d=400:T=150] [--baseline gelu] [--grid 5] [--refine 2] [--deltas ...]
+[--delta-range LO HI] [--paths N] [--replicas R] [--cache DIR] [--processes P] [--out STEM] [--progress] [--json]
+
+Search a family of activations (or losses) with one or two named parameters for the fewest samples per dimension
+(theorykit/report/optimise.py, docs/optimise.md): a grid, then quadratic refinement around the best point, every
+candidate with the same random numbers; evaluations cached by the candidate's hash (a rerun reads them back, an
+interrupted search resumes).  Candidates that cannot be built or evaluated are reported and skipped.  With --out,
+writes STEM.csv (every evaluation) and STEM.png/.pdf (the objective against the parameter).
+
+JSON keys: best {params, value, stderr, param_stderr, how}, evaluations [{params, value, stderr, low, high, status,
+error, stage, seconds}], baseline {activation, value, stderr, low, high, error}, delta_alg, gap_to_delta_alg,
+ingredients {winner, baseline: {activation, hermite, D_t0}}, settings, method, files, seconds.
+"""
+import os
+
+from ._args import integer, parse_numbers
+
+
+def add_parser(sub):
+    from ..report.table import TableOptions
+
+    dv = TableOptions()
+    p = sub.add_parser("optimise", help="search an activation (or loss) family for the fewest samples: grid + "
+                                        "quadratic refinement, cached, with the baseline beside it",
+                       description=__doc__.split("\n\n")[1],
+                       epilog='example: theorykit optimise --activation "x*erf(a*x)" --param a=0.2:5 --link '
+                              'phase-retrieval --objective delta_star@t=0:d=1000 --out tables/my_search')
+    p.add_argument("--activation", required=True, help="expression in x with the parameters' names, or a preset")
+    p.add_argument("--param", action="append", required=True, metavar="NAME=LOW:HIGH",
+                   help="a parameter and its bounds (once or twice)")
+    p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
+    p.add_argument("--loss", default="square", help="preset or expression in y, yhat (may carry the parameters)")
+    p.add_argument("--width", type=integer(1), default=1, help="number of hidden units m (default 1)")
+    p.add_argument("--eta", type=float, default=1.0, help="the step size of every candidate (default 1)")
+    p.add_argument("--objective", default="finite_d@d=400:T=150",
+                   help="finite_d@d=D:T=T, delta_star@t=T[:d=D] or delta_nn@T=T (default %(default)s)")
+    p.add_argument("--baseline", default="gelu", help="activation compared with the winner ('none' for none)")
+    p.add_argument("--grid", type=integer(3), default=5, help="grid points per parameter (default 5)")
+    p.add_argument("--refine", type=integer(0), default=2, help="quadratic refinement rounds (default 2)")
+    p.add_argument("--deltas", default=",".join(f"{v:g}" for v in (2.0, 30.0)),
+                   help="finite_d: the ends bracket the midpoint (default %(default)s)")
+    p.add_argument("--delta-range", nargs=2, type=float, default=list(dv.delta_range), metavar=("LO", "HI"),
+                   help="scan range of delta_star and delta_nn (default %(default)s)")
+    p.add_argument("--paths", type=integer(2), default=dv.paths, help="DMFT paths (default %(default)s)")
+    p.add_argument("--replicas", type=integer(2), default=dv.replicas, help="DMFT replicas (default %(default)s)")
+    p.add_argument("--cache", default=None, help="folder of finished evaluations (default "
+                                                 "~/.cache/theorykit/optimise)")
+    p.add_argument("--processes", type=integer(1), default=1, help="candidates evaluated at once (default 1)")
+    p.add_argument("--out", default=None, help="stem: writes STEM.csv and STEM.png/.pdf")
+    p.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    return p
+
+
+def run(args) -> dict:
+    import math
+
+    from ..errors import TheorykitError
+    from ..report.optimise import figure, optimise
+
+    lo, hi = args.delta_range
+    if not 0 < lo < hi:
+        raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
+    deltas = tuple(sorted(parse_numbers(args.deltas, "deltas")))
+    if len(deltas) < 2 or deltas[0] <= 0:
+        raise TheorykitError(f"--deltas: give at least two deltas > 0, got {args.deltas!r}")
+    cache = args.cache or os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "optimise")
+    base = None if str(args.baseline).lower() == "none" else args.baseline
+    r = optimise(args.activation, args.link, args.param, args.objective, loss=args.loss, width=args.width,
+                 eta=args.eta, baseline=base, grid=args.grid, refine=args.refine, cache=cache,
+                 processes=args.processes, progress=bool(args.progress), paths=args.paths, replicas=args.replicas,
+                 deltas=deltas, delta_range=(lo, hi))
+    out = r.as_dict()
+    alg = r.delta_alg
+    out["gap_to_delta_alg"] = (r.best["value"] - alg) if alg is not None and math.isfinite(r.best["value"]) else None
+    out["files"] = None
+    if args.out:
+        df = r.curve()
+        df.to_csv(args.out + ".csv", index=False)
+        out["files"] = [args.out + ".csv"] + list(figure(r, args.out))
+    return out
+
+
+def text(r) -> str:
+    b, s = r["best"], r["settings"]
+    par = ", ".join(f"{k} = {v:.4g} ± {r['best']['param_stderr'][k]:.2g}" for k, v in b["params"].items())
+    lines = [f"{s['activation']} on {s['link']} ({s['loss']}, m = {s['width']}, eta = {s['eta']:g}), objective "
+             f"{s['objective']}: {len(r['evaluations'])} evaluations, {r['seconds']:.1f} s",
+             f"  best: {par}: {b['value']:.4g} ± {b['stderr']:.2g}"]
+    if r.get("baseline"):
+        bl = r["baseline"]
+        lines.append(f"  baseline {bl['activation']}: " + (f"{bl['value']:.4g} ± {bl['stderr']:.2g}"
+                                                         if bl["value"] == bl["value"] else bl["error"]))
+    if r.get("delta_alg") is not None:
+        lines.append(f"  delta_alg = {r['delta_alg']:.4g} (gap {r['gap_to_delta_alg']:.3g})"
+                     if r.get("gap_to_delta_alg") is not None else f"  delta_alg = {r['delta_alg']:.4g}")
+    for e in r["evaluations"]:
+        par = ", ".join(f"{k} = {v:.4g}" for k, v in e["params"].items())
+        val = f"{e['value']:.4g} ± {e['stderr']:.2g}" if e["value"] == e["value"] else e["error"]
+        lines.append(f"    [{e['stage']}] {par}: {val} ({e['status']})")
+    if r.get("files"):
+        lines.append("wrote " + ", ".join(r["files"]))
+    return "\n".join(lines)
