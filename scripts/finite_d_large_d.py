@@ -23,8 +23,7 @@ import theorykit as tk
 from theorykit.cache import JsonCache
 from theorykit.report.writer import now, write_study
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from finite_d_midpoint_vs_gd import logistic_midpoint  # noqa: E402
+from theorykit.validation.stats import logistic_midpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = os.path.join(ROOT, "tables", "raw")
@@ -34,7 +33,11 @@ THEORY_DS = (10 ** 3, 10 ** 4, 10 ** 6, 10 ** 8)
 CASES = {
     "pr-gelu": ("gelu", "phase-retrieval", "square", 1.0, (4.0, 40.0), {12.5: THEORY_DS, 25.0: (400,) + THEORY_DS},
                 {400: [9, 9.5, 10, 10.5, 11, 11.5, 12]}),
-    "pr-gelu-centred": ("gelu", "z**2 - 1", "square", 1.0, (2.5, 30.0), {25.0: (400, 10 ** 4, 10 ** 8)}, {}),
+    "pr-gelu-centred": ("gelu", "z**2 - 1", "square", 1.0, (2.5, 30.0), {25.0: (400,) + THEORY_DS}, {}),
+    # the other settings of tables/delta_nn.md's summary (GD at d = 200-1600: tables/thresholds_vs_sim.md)
+    "bounded": ("gelu", "sign-symmetric", "logistic", 1.0, (3.0, 20.0), {25.0: THEORY_DS}, {}),
+    "pr-relu": ("relu", "phase-retrieval", "square", 0.5, (4.0, 60.0), {25.0: THEORY_DS}, {}),
+    "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1.0, (1.0, 60.0), {25.0: THEORY_DS}, {}),
 }
 #: GD runs shared with scripts/finite_d_midpoint_vs_gd.py (same setting, deltas, seeds and horizon)
 GD_FILES = {("pr-gelu", 400): "finite_d_midpoint_gd_pr-gelu.csv"}
@@ -81,9 +84,9 @@ def gd(name: str, d: int) -> dict:
 
 def figure(rows) -> list:
     """docs/figures/finite_d_large_d.{png,pdf}: delta_1/2 against ln d, one line per (setting, c), GD's midpoints."""
-    from theorykit.report.figures import _plt, save
+    from theorykit.report.figures import pyplot, save
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for i, key in enumerate(sorted({(r["setting"], r["c"]) for r in rows})):
         rs = sorted((r for r in rows if (r["setting"], r["c"]) == key), key=lambda r: r["d"])

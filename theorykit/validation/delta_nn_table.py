@@ -1,6 +1,9 @@
 """tables/delta_nn.md: delta*(t) sequences and delta_NN by the spectral rule, and the dynamical
 criterion's gamma(delta) from the DMFT next to the finite-d kick test.
 
+Part 0 (first in the table, computed last): every threshold of a setting side by side
+(:mod:`theorykit.validation.delta_nn_summary`).
+
 Part 1, per setting: :func:`theorykit.thresholds.delta_nn` on a geometric t grid (one delta_star scan; laws truncated
 at n = delta d where D is unbounded below), with its rule's verdict and the whole sequence.
 Part 3: the simulator's escape time from random initialisation against d (bounded setting, d = 200-1600).
@@ -22,6 +25,7 @@ import numpy as np
 from ..errors import TheorykitError
 from ..thresholds import delta_dyn, delta_nn
 from ..cases import problem as _problem
+from .delta_nn_summary import QUICK_SUMMARY, SUMMARY_CASES, part_summary
 from ..report.writer import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
                      regenerate_command, write_table)
 
@@ -100,7 +104,7 @@ def _nn_render(case, rows):
 
 
 #: bump when a change of the solver changes a part's numbers (the cache is keyed by it)
-CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1", "escape": "1"}
+CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1", "escape": "1", "summary": "1"}
 
 
 def case_key(args, part: str, case: tuple) -> str:
@@ -276,7 +280,7 @@ def main(argv=None, *, prog=None, root=None):
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     ap.add_argument("--paths", type=int, default=16384, help="DMFT paths (default 16384)")
     ap.add_argument("--seeds", type=int, default=8, help="finite-d seeds of the kick test (default 8)")
-    ap.add_argument("--parts", default="123", help="which parts (default 123)")
+    ap.add_argument("--parts", default="0123", help="which parts (default 0123; 0, the summary, reads 1 and 2)")
     add_case_table_arguments(ap, "delta_nn")
     args = ap.parse_args(argv)
     stem = open_case_table(args, root, "delta_nn")
@@ -287,10 +291,16 @@ def main(argv=None, *, prog=None, root=None):
         (lambda cases: [c for c in cases if c[0] in args.cases.split(",")])
     if "1" in args.parts:
         part_nn(args, rows, md, pick(QUICK_NN if args.quick else NN_CASES + (EXTRA_NN_CASES if args.cases else [])))
+    n1 = len(rows)
     if "2" in args.parts:
         part_dyn(args, rows, md, pick(QUICK_DYN if args.quick else DYN_CASES))
     if "3" in args.parts:
         part_escape(args, rows, md, pick(QUICK_ESCAPE if args.quick else ESCAPE_CASES))
+    if "0" in args.parts:  # last (it reads Parts 1 and 2), printed first
+        head = []
+        part_summary(args, rows, head, pick(QUICK_SUMMARY if args.quick else SUMMARY_CASES), _cached, rows[:n1],
+                     [r for r in rows[n1:] if r.get("part") == "dyn"], root)
+        md[:0] = head
     cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k))
     write_table(stem, rows, cols, md, title="delta_NN and the dynamical criterion",
                 command=regenerate_command(prog or "python scripts/delta_nn_table.py", argv or []),
