@@ -19,7 +19,7 @@ import theorykit as tk
 FAMILY = "x*(1 + erf(a*x/sqrt(2)))/2"
 
 
-def main(verbose=True, paths=1024):
+def main(verbose=True, paths=512):
     r = tk.optimise(FAMILY, "sign-symmetric", "a=0.25:1.75", "delta_star@t=0", loss="logistic", grid=3, refine=1,
                     baseline="gelu", paths=paths, replicas=2, delta_range=(1.0, 20.0))
     best, base = r.best, r.baseline

@@ -105,7 +105,7 @@ def test_console_script_installed():
 
 # ------------------------------------------------------------------------------------------ the command registry
 EXPECTED_COMMANDS = ["hermite", "link", "derive", "simulate", "spectral", "sweep", "dmft", "hessian", "threshold",
-                     "table", "plot", "check"]
+                     "table", "optimise", "plot", "check"]
 
 
 def test_static_registry_lists_every_command_module():

@@ -133,24 +133,39 @@ def test_success_prediction_m2(capsys, tmp_path):
     assert out["data"]["marks"]["gelu (eta 1)"]["delta_NN"]["text"] == "delta_NN (gelu) >= 3 (a lower bound)"
 
 def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
-    """theorykit table's finite_d cell and plot success --predict both call theorykit.thresholds.finite_d (the one
-    finite-d pipeline): the cell is its midpoint and band."""
+    """theorykit table's finite_d cell answers as `threshold --d --horizon` does: at width 1 (a link even along its
+    hard direction) the midpoint by root finding from the median start (theorykit.thresholds.finite_d_midpoint); at
+    width 2 the crossing of theorykit.thresholds.finite_d's P (which plot success --predict draws)."""
     import theorykit.thresholds as th
     from theorykit.report import table as st
     from theorykit.problem import Problem
 
     seen = []
-    real = th.finite_d
+    real, real_mid = th.finite_d, th.finite_d_midpoint
 
     def spy(problem, deltas, ds, horizon, **kw):
-        seen.append((problem.m, list(deltas), list(ds), horizon, kw.get("paths"), kw.get("replicas")))
+        seen.append(("grid", problem.m, list(deltas), list(ds), horizon, kw.get("paths"), kw.get("replicas")))
         return real(problem, deltas, ds, horizon, **kw)
 
+    def spy_mid(problem, ds, horizon, **kw):
+        seen.append(("root", problem.m, list(kw.get("delta_range")), list(ds), horizon, kw.get("paths"),
+                     kw.get("replicas")))
+        return real_mid(problem, ds, horizon, **kw)
+
     monkeypatch.setattr(th, "finite_d", spy)
+    monkeypatch.setattr(th, "finite_d_midpoint", spy_mid)
     pr = Problem("gelu", "phase-retrieval", "square", 1, eta=1.0, delta=1.0, steps=1)
     opt = st.TableOptions(paths=1024, replicas=2, deltas=(4.0, 30.0))
-    cell = st.COMPUTE["finite_d"](pr, st.parse_columns("finite_d@d=40:T=5")[0], opt)
-    assert seen == [(1, [4.0, 30.0], [40], 5, 1024, 2)]
-    m = real(pr, [4.0, 30.0], [40], 5, paths=1024, replicas=2).midpoints[0]
+    col = st.parse_columns("finite_d@d=40:T=5")[0]
+    cell = st.COMPUTE["finite_d"](pr, col, opt)
+    assert seen == [("root", 1, [4.0, 30.0], [40], 5, 1024, 2)]
+    m = real_mid(pr, [40], 5, delta_range=(4.0, 30.0), paths=1024, replicas=2).midpoints[0]
     assert np.allclose([cell["value"], cell["low"], cell["high"]], [m["midpoint"], *m["band"]], equal_nan=True)
-    assert cell["how"].startswith("theorykit.finite_d (") and "P(capture by T) 4: " in cell["how"]
+    assert cell["how"].startswith("theorykit.thresholds.finite_d_midpoint (")
+    seen.clear()
+    p2 = Problem("gelu", "phase-retrieval", "square", 2, eta=1.0, delta=1.0, steps=1)
+    cell2 = st.COMPUTE["finite_d"](p2, col, opt)
+    assert seen == [("grid", 2, [4.0, 30.0], [40], 5, 1024, 2)]
+    m2 = real(p2, [4.0, 30.0], [40], 5, paths=1024, replicas=2).midpoints[0]
+    assert np.allclose([cell2["value"], cell2["low"], cell2["high"]], [m2["midpoint"], *m2["band"]], equal_nan=True)
+    assert cell2["how"].startswith("theorykit.finite_d (") and "P(capture by T) 4: " in cell2["how"]

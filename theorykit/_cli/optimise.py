@@ -6,13 +6,15 @@ Search a family of activations (or losses) with one or two named parameters for 
 (theorykit/report/optimise.py, docs/optimise.md): a grid, then quadratic refinement around the best point, every
 candidate with the same random numbers; evaluations cached by the candidate's hash (a rerun reads them back, an
 interrupted search resumes).  Candidates that cannot be built or evaluated are reported and skipped.  With --out,
-writes STEM.csv (every evaluation) and STEM.png/.pdf (the objective against the parameter).
+writes STEM.csv and STEM.md (every evaluation, the regenerating command) and STEM.png/.pdf (the objective against
+the parameter).
 
 JSON keys: best {params, value, stderr, param_stderr, how}, evaluations [{params, value, stderr, low, high, status,
 error, stage, seconds}], baseline {activation, value, stderr, low, high, error}, delta_alg, gap_to_delta_alg,
 ingredients {winner, baseline: {activation, hermite, D_t0}}, settings, method, files, seconds.
 """
 import os
+import time
 
 from ._args import integer, parse_numbers
 
@@ -57,7 +59,9 @@ def run(args) -> dict:
 
     from ..errors import TheorykitError
     from ..report.optimise import figure, optimise
+    from ..report.writer import now
 
+    t0, started = time.perf_counter(), now()
     lo, hi = args.delta_range
     if not 0 < lo < hi:
         raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
@@ -65,6 +69,10 @@ def run(args) -> dict:
     if len(deltas) < 2 or deltas[0] <= 0:
         raise TheorykitError(f"--deltas: give at least two deltas > 0, got {args.deltas!r}")
     cache = args.cache or os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "optimise")
+    if args.out:  # before the search: a bad --out fails at once
+        from ..report.writer import check_table_writable
+
+        check_table_writable(args.out)
     base = None if str(args.baseline).lower() == "none" else args.baseline
     r = optimise(args.activation, args.link, args.param, args.objective, loss=args.loss, width=args.width,
                  eta=args.eta, baseline=base, grid=args.grid, refine=args.refine, cache=cache,
@@ -75,10 +83,36 @@ def run(args) -> dict:
     out["gap_to_delta_alg"] = (r.best["value"] - alg) if alg is not None and math.isfinite(r.best["value"]) else None
     out["files"] = None
     if args.out:
-        df = r.curve()
-        df.to_csv(args.out + ".csv", index=False)
-        out["files"] = [args.out + ".csv"] + list(figure(r, args.out))
+        from ..report.writer import md_table, write_table
+
+        rows = [{**e["params"], **{k: e.get(k) for k in ("value", "stderr", "low", "high", "status", "stage", "error",
+                                                          "seconds")}} for e in r.evaluations]
+        cols = [p.name for p in r.params] + ["value", "stderr", "low", "high", "status", "stage", "error", "seconds"]
+        par = ", ".join(f"{k} = {v:.4g} ± {r.best['param_stderr'][k]:.2g}" for k, v in r.best["params"].items())
+        body = [f"Best: {par}: {r.best['value']:.4g} ± {r.best['stderr']:.2g} ({r.best['how']}).", "",
+                md_table(cols, [[row[c] for c in cols] for row in rows]), ""]
+        files = write_table(args.out, rows, cols, body, title=f"theorykit optimise: {args.activation}",
+                            command=command_line(args), started=started, wall=time.perf_counter() - t0,
+                            timing="evaluations read from the cache count their original seconds",
+                            header=[f"Objective {r.settings['objective']} on {args.link} ({args.loss}, m = "
+                                    f"{args.width}, eta = {args.eta:g}); {r.method}."])
+        out["files"] = list(files) + list(figure(r, args.out))
     return out
+
+
+def command_line(args) -> str:
+    """The regenerating command, every option explicit."""
+    import shlex
+
+    parts = ["theorykit", "optimise", "--activation", args.activation]
+    for p in args.param:
+        parts += ["--param", p]
+    parts += ["--link", args.link, "--loss", args.loss, "--width", str(args.width), "--eta", f"{args.eta:g}",
+              "--objective", args.objective, "--baseline", str(args.baseline), "--grid", str(args.grid), "--refine",
+              str(args.refine), "--deltas", args.deltas, "--delta-range", f"{args.delta_range[0]:g}",
+              f"{args.delta_range[1]:g}", "--paths", str(args.paths), "--replicas", str(args.replicas), "--out",
+              args.out]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def text(r) -> str:

@@ -281,6 +281,26 @@ def _neighbourhood(ok, steps, npar):
     return X, v, se, fit, kbest
 
 
+def _probe_toward_failure(search, kbest):
+    """1-d: where the best point's neighbour on one side failed (or was refused), the midpoint between them (when it
+    is not evaluated yet and lies more than 1e-6 of the range away); else None."""
+    if kbest is None:
+        return None
+    bad = [k[0] for k, r in search.by_key.items() if r["status"] not in ("ok", "cached")]
+    ok = [k[0] for k, _ in search.ok()]
+    p = search.params[0]
+    for side in (-1, 1):
+        if any((u - kbest[0]) * side > 0 for u in ok):
+            continue  # an evaluated neighbour on this side
+        cands = [u for u in bad if (u - kbest[0]) * side > 0]
+        if cands:
+            u = min(cands, key=lambda w: abs(w - kbest[0]))
+            mid = 0.5 * (u + kbest[0])
+            if abs(mid - kbest[0]) > 1e-6 * (p.high - p.low) and (round(mid, 12),) not in search.by_key:
+                return np.array([mid])
+    return None
+
+
 def _vertex_spread(fit, X, v, se, rng, draws=200):
     """Standard deviation of the fitted minimiser over redraws of the values within their standard errors."""
     out = []
@@ -370,15 +390,20 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
     search.run(mesh, "grid")
     steps = np.array([(p.high - p.low) / (grid - 1) for p in ps])  # the neighbourhood of a point: one grid step
     lows, highs = np.array([p.low for p in ps]), np.array([p.high for p in ps])
-    spread, rng, last, rough = None, np.random.default_rng(0), None, ""
+    spread, rng, last, rough, vertex = None, np.random.default_rng(0), None, "", None
     for round_ in range(refine + 1):
         X, v, se, fit, kbest = _neighbourhood(search.ok(), steps, len(ps))
         if fit is None:
-            break
+            probe = _probe_toward_failure(search, kbest) if (len(ps) == 1 and round_ < refine) else None
+            if probe is None:
+                break
+            search.run([probe], "refine")  # the best's neighbour failed: look halfway to it instead
+            continue
         got = fit(X, v)
         spread = _vertex_spread(fit, X, v, se, rng) if np.any(se > 0) else None
         inside = (got is not None and np.all(np.abs(got[0] - kbest) <= steps * 1.0001)
                   and np.all(got[0] >= lows) and np.all(got[0] <= highs))
+        vertex = got[0] if inside else None
         if round_ == refine or not inside:
             break
         key = tuple(round(float(u), 12) for u in got[0])
@@ -407,9 +432,15 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
     if rough:
         pse, how = {p.name: math.nan for p in ps}, rough
     elif spread is not None and not at_edge:
-        pse = {p.name: float(s) for p, s in zip(ps, spread)}
+        # the spread of the fitted minimiser, and its distance from the best evaluated point when the last fit's
+        # minimiser was not evaluated (the refinements ran out)
+        off = (np.abs(vertex - np.array([rbest["params"][p.name] for p in ps])) if vertex is not None
+               else np.zeros(len(ps)))
+        pse = {p.name: float(np.hypot(s_, o)) for p, s_, o in zip(ps, spread, off)}
         how = ("parameter s.e.: spread of the fitted quadratic's minimiser over redraws of the neighbourhood's values "
-               "within their standard errors")
+               "within their standard errors" + (", combined with its distance from the best evaluated point (the "
+                                                  "minimiser itself was not evaluated: more --refine)"
+                                                  if np.any(off > 1e-9) else ""))
     else:
         pse = {p.name: float(s) / 2 for p, s in zip(ps, steps)}
         how = "parameter s.e.: half the grid step (no quadratic minimum inside the neighbourhood)"
