@@ -9,8 +9,9 @@ Hessian at initialisation).
    with the same random numbers, and compares the winner with GeLU (the baseline);
 2. the winner's delta*(0) lies below GeLU's by more than twice their combined standard error;
 3. for both it reports the ingredients: Hermite coefficients and the law of D at initialisation.
-A finite-d objective (finite_d@d=400:T=150, the default) is the one validated against GD; it costs minutes per
-candidate (docs/optimise.md).
+delta*(0) is cheap but is not what GD does: in GD at d = 400 a softer GeLU (a = 0.415) needs more samples than GeLU
+(tables/optimise_gd.md).  The finite-d objective (finite_d@d=400:T=150, the default) is the one validated against GD;
+it costs minutes per candidate (docs/optimise.md).
 """
 import math
 
