@@ -1,15 +1,15 @@
 #!/usr/bin/env python
-"""Do the search's winners beat GeLU in gradient descent? (issue 29 point 4, bounded link)
+"""Do the searches' winners beat GeLU in gradient descent? (issue 29 point 4)
 
     python scripts/optimise_gd.py     # writes tables/optimise_gd.{md,csv}; runs kept in tables/raw/optimise_gd_*.csv
 
 GeLU's sharpness, sigma_a(x) = x (1 + erf(a x / sqrt 2)) / 2 (a = 1 is GeLU), on the bounded sign link with the
-logistic loss, eta = 1.  Two winners: the delta*(0) search of tables/optimise_check.md, and a search here with the
-finite-d objective finite_d@d=400:T=200 (grid 5 over a in [0.4, 3], 1 refinement; cached in
-tables/raw/optimise_gd_search).  Each against GeLU with theorykit.sweep at d = 400, horizon 200, the same seeds and
-deltas; success = cos^2 > 1/2 by the horizon.  Midpoint: logistic maximum-likelihood fit
-(theorykit.validation.stats.logistic_midpoint) with a 95% band of +- 1.96 bootstrap standard errors.  The
-table reports what GD does, gain or not.
+logistic loss, and on centred phase retrieval (y = z^2 - 1, square loss), eta = 1.  Winners: per setting a search
+here with the finite-d objective finite_d@d=400:T=200 (grid 5 over a in [0.4, 3], 1 refinement; cached in
+tables/raw/optimise_gd_search*), and on the bounded link the delta*(0) search of tables/optimise_check.md.  Each
+against GeLU with theorykit.sweep at d = 400, horizon 200, the same seeds and deltas; success = cos^2 > 1/2 by the
+horizon.  Midpoint: logistic maximum-likelihood fit (theorykit.validation.stats.logistic_midpoint) with a 95% band of
++- 1.96 bootstrap standard errors.  The table reports what GD does, gain or not.
 """
 from __future__ import annotations
 
@@ -35,57 +35,78 @@ def winner() -> float:
     return float(df[df["family"] == "gelu-sharpness"]["search_best"].iloc[0])
 
 
-def main(argv):
-    started, t0 = now(), time.perf_counter()
-    a0 = winner()
+#: name, link, loss, GD deltas, the finite-d bracket, whether the delta*(0) winner of tables/optimise_check.md is
+#: included (it was searched on the bounded link)
+SETTINGS = [("bounded", "sign-symmetric", "logistic", DELTAS, (3.0, 20.0), True),
+            ("pr-centred", "z**2 - 1", "square", [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], (2.0, 20.0), False)]
+
+
+def setting(name, link, loss, deltas, bracket, with_star, rows, lines):
     t1 = time.perf_counter()
-    fd = tk.optimise(FAMILY, "sign-symmetric", "a=0.4:3", f"finite_d@d={D}:T={HORIZON}", loss="logistic", eta=1.0,
-                     grid=5, refine=1, baseline="gelu", ingredients=False, deltas=(3.0, 20.0),
-                     cache=os.path.join(ROOT, "tables", "raw", "optimise_gd_search"))
+    cache = os.path.join(ROOT, "tables", "raw", "optimise_gd_search" + ("" if name == "bounded" else f"_{name}"))
+    fd = tk.optimise(FAMILY, link, "a=0.4:3", f"finite_d@d={D}:T={HORIZON}", loss=loss, eta=1.0, grid=5, refine=1,
+                     baseline="gelu", ingredients=False, deltas=bracket, cache=cache)
     s_fd = time.perf_counter() - t1
     a1 = fd.best["params"]["a"]
-    lines = [f"Finite-d search ({s_fd / 60:.0f} min, {len(fd.evaluations)} evaluations): "
-             + ", ".join(f"a = {e['params']['a']:.3g}: " + (f"{e['value']:.2f} ± {e['stderr']:.2g}"
-                                                           if e["value"] == e["value"] else e["status"])
-                         for e in fd.evaluations)
-             + f"; GeLU {fd.baseline['value']:.2f} ± {fd.baseline['stderr']:.2g}; best a = {a1:.3g} "
-               f"({fd.best['how']}).", ""]
-    cands = [(f"sigma_a, a = {a0:.3g} (delta*(0) winner)", f"x*(1 + erf({a0!r}*x/sqrt(2)))/2", a0, math.nan),
-             (f"sigma_a, a = {a1:.3g} (finite-d winner)", f"x*(1 + erf({a1!r}*x/sqrt(2)))/2", a1,
-              fd.best["value"]),
-             ("GeLU (a = 1)", "gelu", 1.0, fd.baseline["value"])]
-    rows = []
+    lines += [f"### {name}: {link}, {loss} loss", "",
+              f"Finite-d search ({s_fd / 60:.0f} min, {len(fd.evaluations)} evaluations): "
+              + ", ".join(f"a = {e['params']['a']:.3g}: " + (f"{e['value']:.2f} ± {e['stderr']:.2g}"
+                                                            if e["value"] == e["value"] else e["status"])
+                          for e in fd.evaluations)
+              + f"; GeLU {fd.baseline['value']:.2f} ± {fd.baseline['stderr']:.2g}; best a = {a1:.3g} "
+                f"({fd.best['how']}).", ""]
+    cands = []
+    if with_star:
+        a0 = winner()
+        cands.append((f"sigma_a, a = {a0:.3g} (delta*(0) winner)", f"x*(1 + erf({a0!r}*x/sqrt(2)))/2", a0, math.nan))
+    cands += [(f"sigma_a, a = {a1:.3g} (finite-d winner)", f"x*(1 + erf({a1!r}*x/sqrt(2)))/2", a1,
+               fd.best["value"]),
+              ("GeLU (a = 1)", "gelu", 1.0, fd.baseline["value"])]
+    mine = []
     lines += ["| activation | predicted finite-d delta_1/2 | GD delta_1/2 [95% band] | success fraction by delta | "
               "runs | seconds |", "|---|---|---|---|---|---|"]
     for label, act, a, pred in cands:
         t1 = time.perf_counter()
-        name = "gelu" if act == "gelu" else f"a{a:.4g}"
-        df = tk.sweep(DELTAS, range(SEEDS), processes=1, quiet=True,
-                      csv=os.path.join(ROOT, "tables", "raw", f"optimise_gd_{name}_d{D}_T{HORIZON}.csv"),
-                      activation=act, link="sign-symmetric", loss="logistic", width=1, eta=1.0, d=D, steps=HORIZON,
+        tag = ("gelu" if act == "gelu" else f"a{a:.4g}") + ("" if name == "bounded" else f"_{name}")
+        df = tk.sweep(deltas, range(SEEDS), processes=1, quiet=True,
+                      csv=os.path.join(ROOT, "tables", "raw", f"optimise_gd_{tag}_d{D}_T{HORIZON}.csv"),
+                      activation=act, link=link, loss=loss, width=1, eta=1.0, d=D, steps=HORIZON,
                       stop_after_escape=0)
         ok = df[df["status"].isin(["ok", "diverged"])]
         mid, se = logistic_midpoint(ok["delta"].to_numpy(float), ok["success"].to_numpy(float))
         frac = ok.groupby("delta")["success"].mean()
         sec = time.perf_counter() - t1
-        rows.append(dict(activation=act, label=label, a=a, predicted=pred, d=D, horizon=HORIZON, seeds=SEEDS,
-                         midpoint=mid, stderr=se, low=mid - 1.96 * se, high=mid + 1.96 * se, runs=len(ok),
-                         seconds=sec, fractions=" ".join(f"{k:g}:{v:.2f}" for k, v in frac.items())))
+        mine.append(dict(setting=name, link=link, loss=loss, activation=act, label=label, a=a, predicted=pred, d=D,
+                         horizon=HORIZON, seeds=SEEDS, midpoint=mid, stderr=se, low=mid - 1.96 * se,
+                         high=mid + 1.96 * se, runs=len(ok), seconds=sec,
+                         fractions=" ".join(f"{k:g}:{v:.2f}" for k, v in frac.items())))
         lines.append(f"| {label}: `{act}` | {pred:.2f} | {mid:.2f} [{mid - 1.96 * se:.2f}, {mid + 1.96 * se:.2f}] | "
-                     f"{rows[-1]['fractions']} | {len(ok)} | {sec:.0f} |")
+                     f"{mine[-1]['fractions']} | {len(ok)} | {sec:.0f} |")
         print(lines[-1], flush=True)
-    base = rows[-1]
+    base = mine[-1]
     lines.append("")
-    for r in rows[:-1]:
+    for r in mine[:-1]:
         diff = r["midpoint"] - base["midpoint"]
         se = math.hypot(r["stderr"], base["stderr"])
         verdict = ("a gain in GD" if diff + 1.96 * se < 0 else "worse than GeLU in GD" if diff - 1.96 * se > 0
                    else "no difference GD resolves")
         lines.append(f"* {r['label']} minus GeLU: {diff:+.2f} ± {se:.2f} (bootstrap s.e.; the seeds are shared): "
                      f"{verdict}.")
-    header = [f"GD (theorykit.sweep) at d = {D}, horizon {HORIZON}, {SEEDS} seeds per delta (the same for both), "
-              f"deltas {DELTAS}, bounded sign link, logistic loss, eta = 1, width 1.  The winner comes from "
-              "tables/optimise_check.md (objective delta*(0)) and the finite-d search above."]
+    lines.append("")
+    rows += mine
+
+
+def main(argv):
+    started, t0 = now(), time.perf_counter()
+    rows, lines = [], []
+    for st in SETTINGS:
+        if argv and st[0] not in argv:
+            continue
+        setting(*st, rows, lines)
+    header = [f"GD (theorykit.sweep) at d = {D}, horizon {HORIZON}, {SEEDS} seeds per delta (the same for every "
+              "activation of a setting), eta = 1, width 1.  Winners: the finite-d search of each setting (objective "
+              f"finite_d@d={D}:T={HORIZON}, grid 5 over a in [0.4, 3] + 1 refinement) and, on the bounded link, the "
+              "delta*(0) search of tables/optimise_check.md."]
     return write_study("optimise_gd", __file__, argv, rows, lines,
                        title="The searches' winners against GeLU in gradient descent", header=header, started=started,
                        t0=t0, root=ROOT)
