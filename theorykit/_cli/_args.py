@@ -309,3 +309,30 @@ def parse_numbers(text, what, kind=float):
 def fmt(v, spec=".6g", none="n/a") -> str:
     """v formatted, or ``none`` for a missing or non-finite value."""
     return none if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def add_cell_arguments(p, deltas_default: str, deltas_help: str):
+    """--deltas, --paths, --replicas, --delta-range: the numeric options of a table cell
+    (:class:`theorykit.report.table.TableOptions`), shared by ``table`` and ``optimise``."""
+    from ..report.table import TableOptions
+
+    dv = TableOptions()
+    p.add_argument("--deltas", default=deltas_default, help=f"{deltas_help} (default %(default)s)")
+    p.add_argument("--paths", type=integer(2), default=dv.paths, help="DMFT paths (default %(default)s)")
+    p.add_argument("--replicas", type=integer(2), default=dv.replicas, help="DMFT replicas (default %(default)s)")
+    p.add_argument("--delta-range", nargs=2, type=float, default=list(dv.delta_range), metavar=("LO", "HI"),
+                   help="scan range of delta_star and delta_nn (default %(default)s)")
+
+
+def cell_arguments(args) -> dict:
+    """{deltas (sorted tuple), delta_range, paths, replicas} from :func:`add_cell_arguments`' options; one-line errors
+    for a bad range or grid."""
+    from ..errors import TheorykitError
+
+    lo, hi = args.delta_range
+    if not 0 < lo < hi:
+        raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
+    deltas = tuple(sorted(parse_numbers(args.deltas, "deltas")))
+    if not deltas or deltas[0] <= 0:
+        raise TheorykitError(f"--deltas: give deltas > 0, got {args.deltas!r}")
+    return {"deltas": deltas, "delta_range": (lo, hi), "paths": args.paths, "replicas": args.replicas}

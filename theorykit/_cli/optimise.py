@@ -16,13 +16,10 @@ ingredients {winner, baseline: {activation, hermite, D_t0}}, settings, method, f
 import os
 import time
 
-from ._args import integer, parse_numbers
+from ._args import add_cell_arguments, cell_arguments, integer
 
 
 def add_parser(sub):
-    from ..report.table import TableOptions
-
-    dv = TableOptions()
     p = sub.add_parser("optimise", help="search an activation (or loss) family for the fewest samples: grid + "
                                         "quadratic refinement, cached, with the baseline beside it",
                        description=__doc__.split("\n\n")[1],
@@ -40,12 +37,7 @@ def add_parser(sub):
     p.add_argument("--baseline", default="gelu", help="activation compared with the winner ('none' for none)")
     p.add_argument("--grid", type=integer(3), default=5, help="grid points per parameter (default 5)")
     p.add_argument("--refine", type=integer(0), default=2, help="quadratic refinement rounds (default 2)")
-    p.add_argument("--deltas", default=",".join(f"{v:g}" for v in (2.0, 30.0)),
-                   help="finite_d: the ends bracket the midpoint (default %(default)s)")
-    p.add_argument("--delta-range", nargs=2, type=float, default=list(dv.delta_range), metavar=("LO", "HI"),
-                   help="scan range of delta_star and delta_nn (default %(default)s)")
-    p.add_argument("--paths", type=integer(2), default=dv.paths, help="DMFT paths (default %(default)s)")
-    p.add_argument("--replicas", type=integer(2), default=dv.replicas, help="DMFT replicas (default %(default)s)")
+    add_cell_arguments(p, "2,30", "finite_d: the ends bracket the midpoint")
     p.add_argument("--cache", default=None, help="folder of finished evaluations (default "
                                                  "~/.cache/theorykit/optimise)")
     p.add_argument("--processes", type=integer(1), default=1, help="candidates evaluated at once (default 1)")
@@ -62,12 +54,9 @@ def run(args) -> dict:
     from ..report.writer import now
 
     t0, started = time.perf_counter(), now()
-    lo, hi = args.delta_range
-    if not 0 < lo < hi:
-        raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
-    deltas = tuple(sorted(parse_numbers(args.deltas, "deltas")))
-    if len(deltas) < 2 or deltas[0] <= 0:
-        raise TheorykitError(f"--deltas: give at least two deltas > 0, got {args.deltas!r}")
+    cells = cell_arguments(args)
+    if len(cells["deltas"]) < 2:
+        raise TheorykitError(f"--deltas: give the two ends of the finite_d bracket, got {args.deltas!r}")
     cache = args.cache or os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "optimise")
     if args.out:  # before the search: a bad --out fails at once
         from ..report.writer import check_table_writable
@@ -76,8 +65,7 @@ def run(args) -> dict:
     base = None if str(args.baseline).lower() == "none" else args.baseline
     r = optimise(args.activation, args.link, args.param, args.objective, loss=args.loss, width=args.width,
                  eta=args.eta, baseline=base, grid=args.grid, refine=args.refine, cache=cache,
-                 processes=args.processes, progress=bool(args.progress), paths=args.paths, replicas=args.replicas,
-                 deltas=deltas, delta_range=(lo, hi))
+                 processes=args.processes, progress=bool(args.progress), **cells)
     out = r.as_dict()
     alg = r.delta_alg
     out["gap_to_delta_alg"] = (r.best["value"] - alg) if alg is not None and math.isfinite(r.best["value"]) else None

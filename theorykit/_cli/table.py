@@ -16,7 +16,8 @@ cache, seconds.
 import os
 import time
 
-from ._args import add_worker_arguments, check_args, check_workers, integer, parse_numbers, split_top
+from ._args import (add_cell_arguments, add_worker_arguments, cell_arguments, check_args, check_workers, integer,
+                    parse_numbers, split_top)
 
 
 def add_parser(sub):
@@ -37,13 +38,8 @@ def add_parser(sub):
                    help="comma-separated: delta_alg, delta_star@t=T, delta_nn@T=T, finite_d@d=D:T=T, sim@d=D:T=T "
                         f"(default {DEFAULT_COLUMNS})")
     p.add_argument("--eta", default="1", help="step size: one number, or NAME=ETA pairs per activation (others 1)")
-    p.add_argument("--deltas", default=",".join(f"{v:g}" for v in dv.deltas),
-                   help="delta grid of the finite_d and sim columns (default %(default)s)")
+    add_cell_arguments(p, ",".join(f"{v:g}" for v in dv.deltas), "delta grid of the finite_d and sim columns")
     p.add_argument("--seeds", type=integer(1), default=dv.seeds, help="simulator seeds per delta (default %(default)s)")
-    p.add_argument("--paths", type=integer(2), default=dv.paths, help="DMFT paths (default %(default)s)")
-    p.add_argument("--replicas", type=integer(2), default=dv.replicas, help="DMFT replicas (default %(default)s)")
-    p.add_argument("--delta-range", nargs=2, type=float, default=list(dv.delta_range), metavar=("LO", "HI"),
-                   help="scan range of delta_star and delta_nn (default %(default)s)")
     add_worker_arguments(p)  # the sim columns' runs: local processes or a Dask cluster
     p.add_argument("--out", default=None, help="table stem: writes STEM.csv and STEM.md")
     p.add_argument("--cache", default=None, help="folder of finished cells (default: STEM's folder/.cache/table, or "
@@ -82,12 +78,9 @@ def run(args) -> dict:
             raise TheorykitError(f"--{name} repeats an entry: {vals}")
     columns = st.parse_columns(args.columns)
     eta = st.parse_eta(args.eta, acts)
-    lo, hi = args.delta_range
-    if not 0 < lo < hi:
-        raise TheorykitError(f"--delta-range: expected 0 < LO < HI, got {lo:g} {hi:g}")
-    options = st.TableOptions(paths=args.paths, replicas=args.replicas, seeds=args.seeds,
-                              deltas=tuple(sorted(parse_numbers(args.deltas, "deltas"))), delta_range=(lo, hi),
-                              processes=args.processes, scheduler=args.scheduler)
+    cells = cell_arguments(args)
+    lo, hi = cells["delta_range"]
+    options = st.TableOptions(**cells, seeds=args.seeds, processes=args.processes, scheduler=args.scheduler)
     cache = args.cache or (os.path.join(os.path.dirname(os.path.abspath(args.out)), ".cache", "table") if args.out
                            else os.path.join(os.path.expanduser("~"), ".cache", "theorykit", "table"))
     if args.out:
