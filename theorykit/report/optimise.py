@@ -159,13 +159,13 @@ class _Search:
     """The evaluations of one search: candidates by parameter tuple, cached by the candidate Problem's hash."""
 
     def __init__(self, family, params, objective, options, cache, progress, processes, log, total=1):
-        from .table import COMPUTE, TableOptions, parse_columns
+        from .table import TableOptions, parse_columns
 
         self.family, self.params = family, params
         cols = parse_columns(objective)
         if len(cols) != 1 or cols[0].kind not in ("delta_star", "delta_nn", "finite_d"):
             raise TheorykitError(f"objective {objective!r}: one of delta_star@t=T, delta_nn@T=T, finite_d@d=D:T=T")
-        self.column, self.compute = cols[0], COMPUTE[cols[0].kind]
+        self.column = cols[0]
         self.options = TableOptions(**options)
         from ..cache import JsonCache
 
@@ -187,33 +187,21 @@ class _Search:
                        eta=f["eta"], delta=1.0, steps=1)
 
     def _one(self, values, stage):
-        from .table import cell_key
+        from .table import evaluate_cell
 
-        t0 = time.perf_counter()
         rec = {"params": dict(values), "value": math.nan, "stderr": math.nan, "low": math.nan, "high": math.nan,
-               "status": "ok", "error": "", "stage": stage}
+               "status": "ok", "error": "", "stage": stage, "seconds": 0.0}
         try:
             pr = self.problem(values)
         except TheorykitError as e:
             rec.update(status="refused", error=str(e).splitlines()[0])
             return rec
-        key = cell_key(pr, self.column, self.options) if self.store else None
-        kept = self.store.get(key) if key else None
-        if kept is not None and not kept.get("error"):
-            rec.update({k: kept[k] for k in ("value", "stderr", "low", "high")}, status="cached",
-                       how=kept.get("how", ""), note=kept.get("note", ""))
-        else:
-            try:
-                cell = self.compute(pr, self.column, self.options)
-                rec.update({k: cell[k] for k in ("value", "stderr", "low", "high")}, how=cell.get("how", ""),
-                           note=cell.get("note", ""))
-                if key:
-                    self.store.put(key, {**cell, "error": ""})
-            except TheorykitError as e:
-                rec.update(status="failed", error=str(e).splitlines()[0])
+        cell, status = evaluate_cell(pr, self.column, self.options, self.store)
+        rec.update({k: cell[k] for k in ("value", "stderr", "low", "high", "error", "seconds")},
+                   how=cell.get("how", ""), note=cell.get("note", ""),
+                   status={"computed": "ok", "cached": "cached", "failed": "failed"}[status])
         if rec["status"] in ("ok", "cached") and not math.isfinite(rec["value"]):
             rec.update(status="failed", error=rec.get("note") or rec.get("how") or "no finite value")
-        rec["seconds"] = round(time.perf_counter() - t0, 2)
         return rec
 
     def run(self, points, stage):
@@ -451,11 +439,12 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
             "param_stderr": pse, "how": how, "smooth": not rough, "at_bound": at_edge}
     base = None
     if baseline:
+        from .table import evaluate_cell
+
         try:
             bp = _baseline_problem(family, baseline, search)
-            cell = search.compute(bp, search.column, search.options)
-            base = {"activation": str(baseline), "value": cell["value"], "stderr": cell["stderr"],
-                    "low": cell["low"], "high": cell["high"], "error": ""}
+            cell, _ = evaluate_cell(bp, search.column, search.options, search.store)  # cached like the candidates
+            base = {"activation": str(baseline), **{k: cell[k] for k in ("value", "stderr", "low", "high", "error")}}
         except TheorykitError as e:
             base = {"activation": str(baseline), "value": math.nan, "stderr": math.nan, "low": math.nan,
                     "high": math.nan, "error": str(e).splitlines()[0]}

@@ -238,6 +238,27 @@ def _finite_d(problem, col, opt):
                      + (f"; {m['note']}" if m["note"] else ""))
 
 
+def evaluate_cell(problem: Problem, column: Column, options: TableOptions, store: Optional[JsonCache]) -> tuple:
+    """(cell, status) of one column for one Problem: read back from ``store`` under :func:`cell_key` ("cached"), else
+    computed and stored ("computed"), or its one-line error ("failed": not stored, so it is tried again next time).
+    The cell is {value, stderr, low, high, how, seconds, error} (plus what its kind adds, e.g. finite_d's note)."""
+    t0 = time.perf_counter()
+    key = cell_key(problem, column, options) if store is not None else None
+    kept = store.get(key) if store is not None and key else None
+    if kept is not None:
+        kept.setdefault("seconds", 0.0)
+        return kept, "cached"
+    try:
+        cell = {**COMPUTE[column.kind](problem, column, options), "error": ""}
+    except TheorykitError as e:
+        return {**_cell(), "error": str(e).splitlines()[0] if str(e) else "error",
+                "seconds": round(time.perf_counter() - t0, 2)}, "failed"
+    cell["seconds"] = round(time.perf_counter() - t0, 2)
+    if store is not None and key:
+        store.put(key, cell)
+    return cell, "computed"
+
+
 COMPUTE = {"delta_alg": _delta_alg, "delta_star": _delta_star, "delta_nn": _delta_nn, "finite_d": _finite_d,
            "sim": _sim}
 
@@ -322,23 +343,10 @@ def build(activations, losses, widths, links, columns, eta, options: TableOption
             problem, bad = None, str(e)
         for col in columns:
             c = col.name
-            t0 = time.perf_counter()
-            key = None if (problem is None or store is None) else cell_key(problem, col, options)
-            kept = store.get(key) if key else None  # type: ignore[union-attr]  # key is None without a store
             if problem is None:
-                cell, status = {**_cell(), "error": bad}, "failed"
-            elif kept is not None:
-                cell, status = kept, "cached"
+                cell, status = {**_cell(), "error": bad, "seconds": 0.0}, "failed"
             else:
-                try:
-                    cell = {**COMPUTE[col.kind](problem, col, options), "error": ""}
-                    cell["seconds"] = round(time.perf_counter() - t0, 2)
-                    status = "computed"
-                    if key:
-                        store.put(key, cell)  # type: ignore[union-attr]  # key is None without a store
-                except TheorykitError as e:
-                    cell, status = {**_cell(), "error": str(e).splitlines()[0] if str(e) else "error"}, "failed"
-            cell.setdefault("seconds", round(time.perf_counter() - t0, 2))
+                cell, status = evaluate_cell(problem, col, options, store)
             for k in ("value", "stderr", "low", "high", "how", "seconds", "error"):
                 row[c if k == "value" else f"{c}_{k}"] = cell.get(k)
             row[f"{c}_status"] = status
