@@ -2,14 +2,15 @@
 """Do the searches' winners beat GeLU in gradient descent? (issue 29 point 4)
 
     python scripts/optimise_gd.py     # writes tables/optimise_gd.{md,csv}; runs kept in tables/raw/optimise_gd_*.csv
+    python scripts/optimise_gd.py bounded 800    # one setting, one d (the table then holds only those)
 
 GeLU's sharpness, sigma_a(x) = x (1 + erf(a x / sqrt 2)) / 2 (a = 1 is GeLU), on the bounded sign link with the
 logistic loss, and on centred phase retrieval (y = z^2 - 1, square loss), eta = 1.  Winners: per setting a search
-here with the finite-d objective finite_d@d=400:T=200 (grid 5 over a in [0.4, 3], 1 refinement; cached in
-tables/raw/optimise_gd_search*), and on the bounded link the delta*(0) search of tables/optimise_check.md.  Each
-against GeLU with theorykit.sweep at d = 400, horizon 200, the same seeds and deltas; success = cos^2 > 1/2 by the
-horizon.  Midpoint: logistic maximum-likelihood fit (theorykit.validation.stats.logistic_midpoint) with a 95% band of
-+- 1.96 bootstrap standard errors.  The table reports what GD does, gain or not.
+here with the finite-d objective finite_d@d=D:T=200 at D = 400 and 800 (grid 5 over a in [0.4, 3], 1 refinement;
+cached in tables/raw/optimise_gd_search*), and on the bounded link the delta*(0) search of tables/optimise_check.md.
+Each against GeLU with theorykit.sweep at the same d, horizon 200, the same seeds and deltas; success = cos^2 > 1/2
+by the horizon.  Midpoint: logistic maximum-likelihood fit (theorykit.validation.stats.logistic_midpoint) with a
+95% band of +- 1.96 bootstrap standard errors.  The table reports what GD does, gain or not.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from theorykit.report.writer import now, write_study
 from theorykit.validation.stats import logistic_midpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-D, HORIZON, SEEDS = 400, 200, 24
+DS, HORIZON, SEEDS = (400, 800), 200, 24
 DELTAS = [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
 FAMILY = "x*(1 + erf(a*x/sqrt(2)))/2"
 
@@ -41,14 +42,15 @@ SETTINGS = [("bounded", "sign-symmetric", "logistic", DELTAS, (3.0, 20.0), True)
             ("pr-centred", "z**2 - 1", "square", [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], (2.0, 20.0), False)]
 
 
-def setting(name, link, loss, deltas, bracket, with_star, rows, lines):
+def setting(name, link, loss, deltas, bracket, with_star, D, rows, lines):
     t1 = time.perf_counter()
-    cache = os.path.join(ROOT, "tables", "raw", "optimise_gd_search" + ("" if name == "bounded" else f"_{name}"))
+    cache = os.path.join(ROOT, "tables", "raw", "optimise_gd_search" + ("" if name == "bounded" else f"_{name}")
+                         + ("" if D == 400 else f"_d{D}"))
     fd = tk.optimise(FAMILY, link, "a=0.4:3", f"finite_d@d={D}:T={HORIZON}", loss=loss, eta=1.0, grid=5, refine=1,
                      baseline="gelu", ingredients=False, deltas=bracket, cache=cache)
     s_fd = time.perf_counter() - t1
     a1 = fd.best["params"]["a"]
-    lines += [f"### {name}: {link}, {loss} loss", "",
+    lines += [f"### {name}: {link}, {loss} loss, d = {D}", "",
               f"Finite-d search ({s_fd / 60:.0f} min, {len(fd.evaluations)} evaluations): "
               + ", ".join(f"a = {e['params']['a']:.3g}: " + (f"{e['value']:.2f} ± {e['stderr']:.2g}"
                                                             if e["value"] == e["value"] else e["status"])
@@ -99,13 +101,17 @@ def setting(name, link, loss, deltas, bracket, with_star, rows, lines):
 def main(argv):
     started, t0 = now(), time.perf_counter()
     rows, lines = [], []
+    names = [a for a in argv if not a.isdigit()]
+    ds = [int(a) for a in argv if a.isdigit()] or list(DS)
     for st in SETTINGS:
-        if argv and st[0] not in argv:
+        if names and st[0] not in names:
             continue
-        setting(*st, rows, lines)
-    header = [f"GD (theorykit.sweep) at d = {D}, horizon {HORIZON}, {SEEDS} seeds per delta (the same for every "
-              "activation of a setting), eta = 1, width 1.  Winners: the finite-d search of each setting (objective "
-              f"finite_d@d={D}:T={HORIZON}, grid 5 over a in [0.4, 3] + 1 refinement) and, on the bounded link, the "
+        for D in ds:
+            setting(*st, D, rows, lines)
+    header = [f"GD (theorykit.sweep) at d = {', '.join(map(str, ds))}, horizon {HORIZON}, {SEEDS} seeds per delta (the "
+              "same for every activation of a setting and d), eta = 1, width 1.  Winners: the finite-d search of each "
+              f"setting at each d (objective finite_d@d=D:T={HORIZON}, grid 5 over a in [0.4, 3] + 1 refinement) and, "
+              "on the bounded link, the "
               "delta*(0) search of tables/optimise_check.md."]
     return write_study("optimise_gd", __file__, argv, rows, lines,
                        title="The searches' winners against GeLU in gradient descent", header=header, started=started,

@@ -1,5 +1,6 @@
-"""Sweeps on a real Dask cluster: a local dask.distributed cluster started by the test itself (two worker
-processes), against the same sweep run in local processes; the CLI's --scheduler and its one-line errors."""
+"""Sweeps and optimiser searches on a real Dask cluster: a local dask.distributed cluster started by the test itself
+(two worker processes), against the same work run in local processes; the CLI's --scheduler and its one-line
+errors."""
 import json
 
 import numpy as np
@@ -72,3 +73,17 @@ def test_unreachable_scheduler_is_one_line(capsys):
         runner.DASK_CONNECT_TIMEOUT = old
     err = capsys.readouterr().err.strip()
     assert "cannot reach the Dask scheduler" in err and len(err.splitlines()) == 1
+
+
+def test_optimise_on_a_local_cluster_equals_local_processes(cluster, tmp_path):
+    """The candidates run as cluster tasks and give the local numbers; the cache stays with the caller (written
+    here, read back by a rerun without the cluster)."""
+    kw = dict(eta=0.05, grid=3, refine=0, baseline=None, ingredients=False, paths=1024, replicas=2,
+              delta_range=(1.0, 20.0))
+    args = ("x**2 + c*x", "phase-retrieval", "c=-1:1", "delta_star@t=0:d=1000")
+    local = tk.optimise(*args, processes=2, **kw)
+    on_dask = tk.optimise(*args, scheduler=cluster.scheduler_address, cache=str(tmp_path), **kw)
+    assert [e["value"] for e in on_dask.evaluations] == [e["value"] for e in local.evaluations]
+    assert all(e["status"] == "ok" for e in on_dask.evaluations)
+    again = tk.optimise(*args, cache=str(tmp_path), **kw)
+    assert all(e["status"] == "cached" for e in again.evaluations) and again.best == on_dask.best

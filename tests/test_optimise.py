@@ -64,6 +64,24 @@ def test_an_odd_component_cannot_help_an_even_link_at_t0(cache):
     assert all(e["status"] == "cached" for e in again.evaluations) and again.best == res.best
 
 
+def test_matched_eta_rule(cache):
+    """eta_rule="matched": candidate c runs at eta E[gelu'^2] / E[sigma_c'^2]; for sigma = x^2 + c x,
+    E[sigma'(G)^2] = E[(2G + c)^2] = 4 + c^2 exactly, and E[gelu'(G)^2] = 0.45585... (quadrature)."""
+    from theorykit.report.optimise import slope_energy
+
+    assert slope_energy("x**2 + 0.5*x") == pytest.approx(4.25, rel=1e-12)
+    assert slope_energy("relu") == pytest.approx(0.5, rel=1e-12)
+    res = tk.optimise("x**2 + c*x", "phase-retrieval", "c=-1:1", "delta_star@t=0:d=1000", eta=0.5, eta_rule="matched",
+                      grid=3, refine=0, ingredients=False, cache=cache, **CHEAP)
+    g = slope_energy("gelu")
+    for e in res.evaluations:
+        c = e["params"]["c"]
+        assert e["eta"] == pytest.approx(0.5 * g / (4 + c * c), rel=1e-9)
+    assert res.baseline["eta"] == pytest.approx(0.5, rel=1e-12) and "matched" in res.settings["eta_rule"]
+    with pytest.raises(TheorykitError, match="eta_rule"):
+        tk.optimise("x**2 + c*x", "phase-retrieval", "c=-1:1", eta_rule="scaled")
+
+
 def test_unbuildable_candidates_are_reported_and_skipped(tmp_path):
     # log(c + x**2) at c = 0 is log(x^2): singular at x = 0 -> refused by the admissibility check; the others run
     res = tk.optimise("log(c + x**2)", "phase-retrieval", "c=0:2", "delta_star@t=0:d=1000", grid=3, refine=0,
@@ -107,6 +125,7 @@ def test_optimise_command_json(tmp_path, capsys, cache):
     (["--param", "c=1"], "NAME=LOW:HIGH"),
     (["--param", "c=0:1", "--param", "c=0:2"], "twice"),
     (["--param", "d=0:1"], "neither the activation"),
+    (["--param", "c=0:1", "--processes", "2", "--scheduler", "tcp://127.0.0.1:1"], "not both"),
 ])
 def test_optimise_command_one_line_errors(argv, msg, capsys):
     base = ["optimise", "--activation", "x**2 + c*x", "--link", "phase-retrieval", "--objective", "delta_star@t=0"]

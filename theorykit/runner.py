@@ -292,6 +292,32 @@ def _run_on_dask(scheduler, tasks, blas_threads, record):
 DASK_CONNECT_TIMEOUT = 20.0
 
 
+def map_tasks(fn: Callable, items: Sequence, *, processes: int = 1, scheduler=None) -> list:
+    """[fn(item) for item in items], in order: here (processes = 1), in local processes, or as tasks on a Dask
+    cluster (``scheduler``: an address or a ``distributed.Client``; unfinished tasks are cancelled when one raises
+    or on Ctrl-C).  For a few long, independent evaluations whose results the caller records itself (the optimiser's
+    candidates); a sweep of many runs goes through :func:`run_jobs`, which also resumes from its file."""
+    items = list(items)
+    if scheduler is not None and items:
+        client, opened = _dask_client(scheduler)
+        futures = []
+        try:
+            futures = [client.submit(fn, it, pure=False, key=f"theorykit-{uuid.uuid4().hex}") for it in items]
+            return [f.result() for f in futures]
+        except BaseException:
+            client.cancel([f for f in futures if not f.done()])
+            raise
+        finally:
+            if opened:
+                client.close()
+    if processes > 1 and len(items) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(processes, len(items))) as ex:
+            return list(ex.map(fn, items))
+    return [fn(it) for it in items]
+
+
 # ------------------------------------------------------------------------------------------------ the runner
 def run_jobs(jobs: Iterable[dict], worker: Callable[..., dict], out: str, columns: Sequence[str], *,
              settings: Optional[dict] = None, processes: int = 2, json_columns: Sequence[str] = (),

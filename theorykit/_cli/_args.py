@@ -220,13 +220,14 @@ def simulation_kwargs(args) -> dict:
 HESSIAN_MAX_WIDTH = 8
 
 
-def add_worker_arguments(p):
-    """--processes or --scheduler: where simulator runs go (local processes, or a Dask cluster's workers)."""
+def add_worker_arguments(p, task: str = "run", default: str = "all CPUs"):
+    """--processes or --scheduler: where the tasks go (local processes, or a Dask cluster's workers); ``task`` names
+    one task (a simulator run, a candidate), ``default`` says what --processes defaults to (None is passed on)."""
     p.add_argument("--processes", type=integer(1), default=None,
-                   help="worker processes >= 1 (default: all CPUs)")
+                   help=f"worker processes >= 1 (default: {default})")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://10.0.0.5:8786 (one task per run; "
-                        "needs dask[distributed] here and theorykit on the workers)")
+                   help=f"run on a Dask cluster: its scheduler's address, e.g. tcp://10.0.0.5:8786 (one task per "
+                        f"{task}; needs dask[distributed] here and theorykit on the workers)")
 
 
 def check_workers(args):

@@ -29,15 +29,22 @@ def run(args) -> dict:
         gaussian.OVERRIDE = old
 
 
-def text(r) -> str:
-    da = r["delta_alg"]
+def _value(da) -> str:
     val = "infinite" if da["value"] is None else f"{da['value']:.10g}"
     ex = f" = {da['exact']}" if da["exact"] is not None else (f" +/- {da['error']:.1e}" if da["value"] else "")
+    return f"{val}{ex}   [{da['method']}]"
+
+
+def text(r) -> str:
     lines = [f"link: y = {r['link']}   (k = {r['k']})",
              f"  information exponent: {_exponent(r, 'information_exponent')}",
              f"  generative exponent:  {_exponent(r, 'generative_exponent')}",
              f"  easy subspace dim {r['easy_dim']}, hard subspace dim {r['hard_dim']}   [{r['method']}]",
-             f"  delta_alg = {val}{ex}   [{da['method']}]"]
+             f"  delta_alg = {_value(r['delta_alg'])}"]
+    if r.get("delta_alg_hard") is not None:
+        lines.append(f"  delta_alg of the hard directions given the easy ones = {_value(r['delta_alg_hard'])}")
+    elif r["easy_dim"] and r["hard_dim"]:
+        lines.append(f"  delta_alg of the hard directions given the easy ones: {r.get('delta_alg_hard_reason')}")
     lines += [f"  note: {n}" for n in r["notes"]]
     return "\n".join(lines)
 

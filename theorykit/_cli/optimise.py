@@ -1,6 +1,7 @@
 """theorykit optimise --activation "gelu(x) + c*x**2" --param c=-1:1 --link phase-retrieval [--loss square]
-[--width 1] [--eta 1] [--objective finite_d@d=400:T=150] [--baseline gelu] [--grid 5] [--refine 2] [--deltas ...]
-[--delta-range LO HI] [--paths N] [--replicas R] [--cache DIR] [--processes P] [--out STEM] [--progress] [--json]
+[--width 1] [--eta 1] [--eta-rule fixed|matched] [--objective finite_d@d=400:T=150] [--baseline gelu] [--grid 5]
+[--refine 2] [--deltas ...] [--delta-range LO HI] [--paths N] [--replicas R] [--cache DIR]
+[--processes P | --scheduler ADDRESS] [--out STEM] [--progress] [--json]
 
 Search a family of activations (or losses) with one or two named parameters for the fewest samples per dimension
 (theorykit/report/optimise.py, docs/optimise.md): a grid, then quadratic refinement around the best point, every
@@ -16,7 +17,7 @@ ingredients {winner, baseline: {activation, hermite, D_t0}}, settings, method, f
 import os
 import time
 
-from ._args import add_cell_arguments, cell_arguments, integer
+from ._args import add_cell_arguments, add_worker_arguments, cell_arguments, check_workers, integer
 
 
 def add_parser(sub):
@@ -31,7 +32,10 @@ def add_parser(sub):
     p.add_argument("--link", required=True, help="preset or expression in z (or z1..zk, eps)")
     p.add_argument("--loss", default="square", help="preset or expression in y, yhat (may carry the parameters)")
     p.add_argument("--width", type=integer(1), default=1, help="number of hidden units m (default 1)")
-    p.add_argument("--eta", type=float, default=1.0, help="the step size of every candidate (default 1)")
+    p.add_argument("--eta", type=float, default=1.0, help="the step size (default 1; see --eta-rule)")
+    p.add_argument("--eta-rule", choices=("fixed", "matched"), default="fixed",
+                   help="fixed: every candidate at --eta (default); matched: candidate c at eta E[sigma_base'^2] / "
+                        "E[sigma_c'^2], the same linearised step as the baseline's")
     p.add_argument("--objective", default="finite_d@d=400:T=150",
                    help="finite_d@d=D:T=T, delta_star@t=T[:d=D] or delta_nn@T=T (default %(default)s)")
     p.add_argument("--baseline", default="gelu", help="activation compared with the winner ('none' for none)")
@@ -40,7 +44,7 @@ def add_parser(sub):
     add_cell_arguments(p, "2,30", "finite_d: the ends bracket the midpoint")
     p.add_argument("--cache", default=None, help="folder of finished evaluations (default "
                                                  "~/.cache/theorykit/optimise)")
-    p.add_argument("--processes", type=integer(1), default=1, help="candidates evaluated at once (default 1)")
+    add_worker_arguments(p, "candidate", "1, one candidate at a time")
     p.add_argument("--out", default=None, help="stem: writes STEM.csv and STEM.png/.pdf")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr")
     return p
@@ -54,6 +58,7 @@ def run(args) -> dict:
     from ..report.writer import now
 
     t0, started = time.perf_counter(), now()
+    check_workers(args)
     cells = cell_arguments(args)
     if len(cells["deltas"]) < 2:
         raise TheorykitError(f"--deltas: give the two ends of the finite_d bracket, got {args.deltas!r}")
@@ -64,8 +69,8 @@ def run(args) -> dict:
         check_table_writable(args.out)
     base = None if str(args.baseline).lower() == "none" else args.baseline
     r = optimise(args.activation, args.link, args.param, args.objective, loss=args.loss, width=args.width,
-                 eta=args.eta, baseline=base, grid=args.grid, refine=args.refine, cache=cache,
-                 processes=args.processes, progress=bool(args.progress), **cells)
+                 eta=args.eta, eta_rule=args.eta_rule, baseline=base, grid=args.grid, refine=args.refine, cache=cache,
+                 processes=args.processes or 1, scheduler=args.scheduler, progress=bool(args.progress), **cells)
     out = r.as_dict()
     alg = r.delta_alg
     out["gap_to_delta_alg"] = (r.best["value"] - alg) if alg is not None and math.isfinite(r.best["value"]) else None

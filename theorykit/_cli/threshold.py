@@ -8,7 +8,9 @@ Hessian's bulk, for every t given, from one DMFT scan in delta (theorykit.thresh
 law at each delta is truncated at its 1/n quantile (n fixed, or n = delta d moving along the scan).
 
 JSON keys: delta_alg (a number, or null when it does not exist: then delta_alg_reason says why), delta_alg_info
-{exact, error, method}, delta_star [{t, d, value, stderr, dof, interpolation_error, interval95, edge, outlier,
+{exact, error, method}, delta_alg_hard ({exact, value, error, method} of the hard directions given the easy ones,
+or null), comparator {name, value, why} (what delta_NN is compared with: delta_alg_hard when the link has easy
+directions), delta_star [{t, d, value, stderr, dof, interpolation_error, interval95, edge, outlier,
 overlap2, truncation_n, bracket, unbounded, tried, method, D_low, error}], with --nn also delta_nn {value, stderr,
 criterion, converged, evidence {definition, rule, by_t, lower_bound, sequence, increments, settled, unbounded,
 truncation, note}} (--nn alone, width 1: delta_nn {value, stderr null, error_bound, criterion "stationary",
@@ -161,6 +163,18 @@ def run(args) -> dict:
     if da.value is None:  # +infinity: no spectral weak recovery at any delta
         out["delta_alg_reason"] = f"{info.get('reason') or 'delta_alg is infinite for this link'} [{da.method}]"
     out["delta_alg_info"] = info
+    an = problem.analysis
+    out["delta_alg_hard"] = an.delta_alg_hard.as_dict() if an.delta_alg_hard is not None else None
+    # delta_NN is about the hard directions: once the easy ones are learned, the spectral comparator is the hard
+    # subspace's threshold given them; without easy directions it is delta_alg itself
+    hard_cmp = an.easy_dim > 0 and an.hard_dim > 0
+    out["comparator"] = {"name": "delta_alg_hard" if hard_cmp else "delta_alg",
+                         "value": (an.delta_alg_hard.value if an.delta_alg_hard is not None else None) if hard_cmp
+                         else da.value,
+                         "why": ("the link has easy directions (delta_alg = 0 for them): delta_NN is compared with "
+                                 "the hard directions' delta_alg given the easy coordinates"
+                                 + ("" if an.delta_alg_hard is not None else f" ({an.hard_reason})"))
+                         if hard_cmp else "no easy direction: delta_alg is the hard directions' threshold"}
     out["delta_star"] = [dict(q.as_dict(), d=d) for d, q in res]
     if psd:
         out["delta_star_reason"] = psd
@@ -246,6 +260,13 @@ def text(r) -> str:
              f"  delta_alg = {fmt(r['delta_alg'], '.6g', 'infinite')}"
              + (f" = {r['delta_alg_info']['exact']} (exact)" if (r.get("delta_alg_info") or {}).get("exact") else
                 f" ({(r.get('delta_alg_info') or {}).get('method', 'numerical')})")]
+    cmp_ = r.get("comparator") or {}
+    if cmp_.get("name") == "delta_alg_hard":
+        h = r.get("delta_alg_hard") or {}
+        lines.append(f"  delta_alg of the hard directions given the easy ones = "
+                     f"{fmt(cmp_.get('value'), '.6g', 'not computed')}"
+                     + (f" = {h['exact']} (exact)" if h.get("exact") else "")
+                     + ": the comparator of delta*(t) and delta_NN (delta_alg = 0 refers to the easy directions)")
     if r["delta_star"]:
         lines.append(f"  {'t':>6} {'delta*':>10} {'stderr':>9} {'95% interval':>19} {'edge':>11} {'outlier':>11} "
                      f"{'overlap^2':>9} {'n':>8} tail")

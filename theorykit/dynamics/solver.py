@@ -336,10 +336,12 @@ def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list
     bar = Progress(len(jobs), label="dmft", unit=("replica solves" if not checking else
                                                    f"replica solves ({checking} of them the bias check)")) \
         if progress else None
-    results = []
-    if procs > 1:
-        import multiprocessing as mp
+    import multiprocessing as mp
 
+    results = []
+    if procs > 1 and mp.current_process().daemon:
+        procs = 1  # a daemonic worker (a Dask worker, a pool's) may not fork: serially, with the same numbers
+    if procs > 1:
         ctx = mp.get_context("fork")
         with ctx.Pool(procs) as pool:
             for i, res in enumerate(pool.imap(_replica_worker, jobs)):

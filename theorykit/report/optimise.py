@@ -158,7 +158,8 @@ def quadratic_minimum(X, v):
 class _Search:
     """The evaluations of one search: candidates by parameter tuple, cached by the candidate Problem's hash."""
 
-    def __init__(self, family, params, objective, options, cache, progress, processes, log, total=1):
+    def __init__(self, family, params, objective, options, cache, progress, processes, log, total=1,
+                 scheduler=None):
         from .table import TableOptions, parse_columns
 
         self.family, self.params = family, params
@@ -171,7 +172,7 @@ class _Search:
 
         self.store = JsonCache(cache) if cache else None
         self.evals, self.by_key = [], {}
-        self.processes, self.log = max(1, int(processes or 1)), log
+        self.processes, self.log, self.scheduler = max(1, int(processes or 1)), log, scheduler
         self.bar = None
         if progress:
             from .._checks import Progress
@@ -183,11 +184,14 @@ class _Search:
         from ..problem import Problem
 
         f = self.family
-        return Problem(substitute(f["activation"], values), f["link"], substitute(f["loss"], values), f["width"],
-                       eta=f["eta"], delta=1.0, steps=1)
+        act = substitute(f["activation"], values)
+        eta = f["eta"] if f.get("eta_reference") is None else f["eta"] * f["eta_reference"] / slope_energy(act)
+        return Problem(act, f["link"], substitute(f["loss"], values), f["width"], eta=eta, delta=1.0, steps=1)
 
-    def _one(self, values, stage):
-        from .table import evaluate_cell
+    def _one(self, values, stage, cached_only=False):
+        """The record of one candidate; with ``cached_only`` None unless it is refused or in the cache.  The computed
+        cell travels back under "_cell" (the caller stores it when the evaluation ran without the cache)."""
+        from .table import cell_key, evaluate_cell
 
         rec = {"params": dict(values), "value": math.nan, "stderr": math.nan, "low": math.nan, "high": math.nan,
                "status": "ok", "error": "", "stage": stage, "seconds": 0.0}
@@ -196,7 +200,15 @@ class _Search:
         except TheorykitError as e:
             rec.update(status="refused", error=str(e).splitlines()[0])
             return rec
-        cell, status = evaluate_cell(pr, self.column, self.options, self.store)
+        rec["eta"] = float(pr.eta)
+        if cached_only:
+            kept = self.store.get(cell_key(pr, self.column, self.options)) if self.store is not None else None
+            if kept is None:
+                return None
+            cell, status = {"seconds": 0.0, **kept}, "cached"
+        else:
+            cell, status = evaluate_cell(pr, self.column, self.options, self.store)
+        rec["_cell"] = cell if status == "computed" else None
         rec.update({k: cell[k] for k in ("value", "stderr", "low", "high", "error", "seconds")},
                    how=cell.get("how", ""), note=cell.get("note", ""),
                    status={"computed": "ok", "cached": "cached", "failed": "failed"}[status])
@@ -211,14 +223,23 @@ class _Search:
             k = tuple(round(float(v), 12) for v in pt)
             if k not in self.by_key and k not in [t[0] for t in todo]:
                 todo.append((k, {p.name: float(v) for p, v in zip(self.params, k)}))
-        if self.processes > 1 and len(todo) > 1:
-            from concurrent.futures import ProcessPoolExecutor
+        from ..runner import map_tasks
+        from .table import cell_key
 
-            with ProcessPoolExecutor(min(self.processes, len(todo))) as ex:
-                recs = list(ex.map(_evaluate, [(self, vals, stage) for _, vals in todo]))
+        if self.scheduler is not None:
+            # the cluster's workers need not see the cache folder: it is read and written here
+            known = [self._one(vals, stage, cached_only=True) for _, vals in todo]
+            away = [i for i, r in enumerate(known) if r is None]
+            got = map_tasks(_evaluate, [(self, todo[i][1], stage) for i in away], scheduler=self.scheduler)
+            for i, rec in zip(away, got):
+                known[i] = rec
+                if self.store is not None and rec.get("_cell") is not None:
+                    self.store.put(cell_key(self.problem(todo[i][1]), self.column, self.options), rec["_cell"])
+            recs = known
         else:
-            recs = [self._one(vals, stage) for _, vals in todo]
+            recs = map_tasks(_evaluate, [(self, vals, stage) for _, vals in todo], processes=self.processes)
         for (k, _), rec in zip(todo, recs):
+            rec.pop("_cell", None)
             self.by_key[k] = rec
             self.evals.append(rec)
             self.done += 1
@@ -232,8 +253,37 @@ class _Search:
 
     def __getstate__(self):  # the worker processes need no progress bar or log
         d = dict(self.__dict__)
-        d.update(bar=None, log=None)
+        d.update(bar=None, log=None, scheduler=None)
+        if self.scheduler is not None:
+            d["store"] = None  # on a cluster the cache stays with the caller
         return d
+
+
+#: the step-size rules of :func:`optimise` (``eta_rule``), as the result's settings state them
+ETA_RULES = {
+    "fixed": "fixed: every candidate runs at this eta (an unstable candidate fails and is reported)",
+    "matched": "matched: candidate c runs at eta x E[sigma_ref'(G)^2] / E[sigma_c'(G)^2], G ~ N(0, 1), sigma_ref the "
+               "baseline (or, without one, the family at the middle of its bounds): every candidate's linearised step "
+               "eta E[sigma'^2] is the reference's, so a steeper activation takes proportionally smaller steps (an "
+               "unstable candidate still fails and is reported)",
+}
+
+
+def slope_energy(activation: str) -> float:
+    """E[sigma'(G)^2] for G ~ N(0, 1) (= sum_k k mu_k^2 in normalised Hermite coefficients): the scale of the
+    activation's linearised step, used by ``eta_rule="matched"``.  Closed form where one exists, else quadrature."""
+    import sympy as sp
+
+    from .. import conventions as cv
+    from ..symbolic.gaussian import expectation
+    from ..symbolic.ingredients import activation as make_activation
+
+    e = expectation(sp.diff(make_activation(activation).expr, cv.X) ** 2, [cv.X])
+    v = float(e.value) if e.value is not None else math.nan
+    if not (math.isfinite(v) and v > 0):
+        raise TheorykitError(f"E[sigma'(G)^2] of {activation!r} is {v!r}: the matched step size needs it finite and "
+                             f"> 0")
+    return v
 
 
 def _evaluate(args):
@@ -302,9 +352,10 @@ def _vertex_spread(fit, X, v, se, rng, draws=200):
 
 
 def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", *, loss: str = "square",
-             width: int = 1, eta: float = 1.0, baseline: Optional[str] = "gelu", grid: int = 5, refine: int = 2,
-             cache: Optional[str] = None, processes: int = 1, progress: bool = False, ingredients: bool = True,
-             log=None, **options) -> OptimiseResult:
+             width: int = 1, eta: float = 1.0, eta_rule: str = "fixed", baseline: Optional[str] = "gelu",
+             grid: int = 5, refine: int = 2,
+             cache: Optional[str] = None, processes: int = 1, scheduler=None, progress: bool = False,
+             ingredients: bool = True, log=None, **options) -> OptimiseResult:
     """Search the family for the parameters that minimise the objective (module docstring: how; docs/optimise.md).
 
     The objective is a threshold of docs/theory.md §5 for each candidate: delta*(t), delta_NN, or the finite-d
@@ -323,7 +374,10 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
         A table column: "finite_d@d=D:T=T" (default d = 400, T = 150), "delta_star@t=T" (":d=D" for a law unbounded
         below) or "delta_nn@T=T".  Lower is better.
     loss, width, eta :
-        The loss (may carry parameters too), the width m and a fixed step size for every candidate.
+        The loss (may carry parameters too), the width m and the step size.
+    eta_rule : "fixed" or "matched"
+        "fixed": every candidate at ``eta``; "matched": candidate c at eta E[sigma_ref'^2] / E[sigma_c'^2]
+        (:data:`ETA_RULES`; the reference is the baseline).  Each evaluation records the eta it ran at.
     baseline : str or None
         An activation evaluated with the same objective for comparison (default "gelu").
     grid, refine : int
@@ -332,6 +386,9 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
         Where evaluations are kept and read back (keyed by the candidate Problem, the objective and the options).
     processes : int
         Candidates evaluated at once (each evaluation also runs its own DMFT replicas).
+    scheduler : str or distributed.Client, optional
+        A Dask scheduler's address ("tcp://host:8786") or a Client: the candidates of each stage (the grid, then
+        each refinement) run as tasks on that cluster instead of local processes; the cache stays here.
     options :
         :class:`theorykit.report.table.TableOptions` fields: paths, replicas, deltas (the bracket of finite_d: its
         ends), delta_range (of delta_star), seeds.
@@ -366,11 +423,16 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
             raise TheorykitError(f"parameter {p.name} appears in neither the activation nor the loss")
     if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
         raise TheorykitError(f"eta must be a number > 0, got {eta!r}")
+    if eta_rule not in ETA_RULES:
+        raise TheorykitError(f"eta_rule must be one of {', '.join(ETA_RULES)}, got {eta_rule!r}")
     family = {"activation": str(activation), "link": str(link), "loss": str(loss), "width": int(width),
-              "eta": float(eta)}
+              "eta": float(eta), "eta_reference": None}
+    if eta_rule == "matched":
+        ref = baseline or substitute(str(activation), {p.name: 0.5 * (p.low + p.high) for p in ps})
+        family["eta_reference"] = slope_energy(ref)
     try:
         search = _Search(family, ps, objective, options, cache, progress, processes, log,
-                         total=grid ** len(ps) + refine)
+                         total=grid ** len(ps) + refine, scheduler=scheduler)
     except TypeError as e:
         raise TheorykitError(f"optimise: unknown option ({e})") from None
     axes = [np.linspace(p.low, p.high, grid) for p in ps]
@@ -444,7 +506,8 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
         try:
             bp = _baseline_problem(family, baseline, search)
             cell, _ = evaluate_cell(bp, search.column, search.options, search.store)  # cached like the candidates
-            base = {"activation": str(baseline), **{k: cell[k] for k in ("value", "stderr", "low", "high", "error")}}
+            base = {"activation": str(baseline), "eta": float(bp.eta),
+                    **{k: cell[k] for k in ("value", "stderr", "low", "high", "error")}}
         except TheorykitError as e:
             base = {"activation": str(baseline), "value": math.nan, "stderr": math.nan, "low": math.nan,
                     "high": math.nan, "error": str(e).splitlines()[0]}
@@ -460,8 +523,7 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
                 ingr["baseline"] = {"error": str(e).splitlines()[0]}
     settings = {**family, "params": [{"name": p.name, "low": p.low, "high": p.high} for p in ps],
                 "objective": search.column.name, "grid": grid, "refine": refine, "baseline": baseline,
-                "options": search.options.key(), "eta_rule": "fixed: every candidate runs at this eta (an unstable "
-                                                                "candidate fails and is reported)"}
+                "options": search.options.key(), "eta_rule": ETA_RULES[eta_rule]}
     method = (f"grid of {grid} per parameter, then up to {refine} quadratic refinements; objective "
               f"{search.column.name} by theorykit.report.table's cell (common random numbers: one DMFT seed for "
               f"every candidate); {len(search.evals)} evaluations, "
@@ -476,7 +538,8 @@ def _baseline_problem(family, baseline, search):
     f = family
     loss = substitute(f["loss"], {p.name: 0.5 * (p.low + p.high) for p in search.params}) \
         if any(_mentions(f["loss"], p.name) for p in search.params) else f["loss"]
-    return Problem(baseline, f["link"], loss, f["width"], eta=f["eta"], delta=1.0, steps=1)
+    eta = f["eta"] if f.get("eta_reference") is None else f["eta"] * f["eta_reference"] / slope_energy(baseline)
+    return Problem(baseline, f["link"], loss, f["width"], eta=eta, delta=1.0, steps=1)
 
 
 def _ingredients(problem) -> dict:

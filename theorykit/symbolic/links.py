@@ -72,6 +72,11 @@ class LinkAnalysis:
     delta_alg: DeltaAlg
     method: str
     notes: tuple = field(default_factory=tuple)
+    #: delta_alg of the hard subspace given the easy coordinates (:func:`delta_alg_hard`); None when the link lacks
+    #: easy or hard directions (then it is delta_alg itself, or there is nothing left to learn) or when it was not
+    #: computed (``hard_reason`` says why)
+    delta_alg_hard: Optional[DeltaAlg] = None
+    hard_reason: str = ""
 
     @property
     def easy_dim(self) -> int:
@@ -105,6 +110,8 @@ class LinkAnalysis:
                 "generative_exponent": self.generative_exponent, **reasons, "easy_dim": self.easy_dim,
                 "hard_dim": self.hard_dim, "easy_basis": self.easy_basis.tolist(),
                 "hard_basis": self.hard_basis.tolist(), "delta_alg": self.delta_alg.as_dict(),
+                "delta_alg_hard": self.delta_alg_hard.as_dict() if self.delta_alg_hard is not None else None,
+                **({"delta_alg_hard_reason": self.hard_reason} if self.delta_alg_hard is None else {}),
                 "method": self.method, "notes": list(self.notes), "reindexed": dict(self.link.reindexed)}
 
 
@@ -181,11 +188,7 @@ def _numeric_G_operator(link: Link, bins: int, level: int = 0):
 
 def _spectral_radius_sym(op: np.ndarray, k: int) -> float:
     """Largest eigenvalue of M -> E[G M G] on symmetric matrices (op acts on vec(M), row-major)."""
-    S = np.zeros((k * k, k * k))
-    for i in range(k):
-        for j in range(k):
-            S[i * k + j, i * k + j] += 0.5
-            S[i * k + j, j * k + i] += 0.5
+    S = _symmetriser(k)
     A = S @ ((op + op.T) / 2) @ S
     return float(np.linalg.eigvalsh(A).max())
 
@@ -244,18 +247,53 @@ def delta_alg_additive(link: Link, s: float) -> DeltaAlg:
                                "quadrature: additive Gaussian noise, E[z^2|y] by composite Gauss-Legendre in z and y")
 
 
+def delta_alg_sphere(link: Link) -> Optional[DeltaAlg]:
+    """k = 2 or 3, noiseless, y homogeneous in z (or depending on z / |z| only, with finitely many values): the
+    operator by deterministic quadrature on the sphere (:mod:`theorykit.symbolic.sphere`), its error the change
+    against the rule with half the nodes; None for other links."""
+    from .sphere import sphere_operator
+
+    got = sphere_operator(link)
+    if got is None:
+        return None
+    coarse, fine, how = got
+    rc, rf = _spectral_radius_sym(coarse, link.k), _spectral_radius_sym(fine, link.k)
+    return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
+
+
+def _top_eigvec_sym(op: np.ndarray, k: int) -> np.ndarray:
+    """The top eigenvector (as vec of a symmetric matrix) of M -> E[G M G] (op as in :func:`_spectral_radius_sym`)."""
+    S = _symmetriser(k)
+    return np.linalg.eigh(S @ ((op + op.T) / 2) @ S)[1][:, -1]
+
+
+def _symmetriser(k: int) -> np.ndarray:
+    S = np.zeros((k * k, k * k))
+    for i in range(k):
+        for j in range(k):
+            S[i * k + j, i * k + j] += 0.5
+            S[i * k + j, j * k + i] += 0.5
+    return S
+
+
 def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, seed: int = 2024) -> DeltaAlg:
     """General case: E[G (x) G] by cross-fitted binned conditional means (two independent halves per bin, so the
-    within-bin sampling noise adds no bias), quantile bins in y; standard error over independent replicas."""
+    within-bin sampling noise adds no bias), quantile bins in y.  The largest eigenvalue of a noisy operator is biased
+    upwards (most where the top eigenvalue is repeated, as for symmetric multi-index links), so it is not taken
+    directly: the replicas are paired, and each pair's estimate is the mean of the two Rayleigh quotients of one
+    replica's operator at the other's top eigenvector (independent noise: no selection bias; the remaining bias is
+    of second order and downwards; k = 1 has nothing to select: one estimate per replica).  Standard error over the
+    pairs."""
     rng = np.random.default_rng(seed)
     k = link.k
-    rhos: dict[int, list] = {500: [], 1000: []}
+    replicas = max(2, 2 * (int(replicas) // 2)) if k > 1 else max(2, int(replicas))
+    ops: dict[int, list] = {500: [], 1000: []}
     for _ in range(replicas):
         z, y = link.sample(n, rng)
         feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
         half = n // 2
         vals = np.unique(round_significant(y, 12))
-        for bins in rhos:
+        for bins in ops:
             if len(vals) <= 64:
                 edges = (vals[1:] + vals[:-1]) / 2
             else:
@@ -266,18 +304,31 @@ def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, see
                      for part in (slice(0, half), slice(half, n))]
             P = np.bincount(idx, minlength=G) / n
             op = np.einsum("g,gij,gkl->ikjl", P, means[0], means[1]).reshape(k * k, k * k)
-            rhos[bins].append(_spectral_radius_sym((op + op.T) / 2, k))
-    r1, r2 = np.array(rhos[500]), np.array(rhos[1000])
-    extrap = r2 + (r2 - r1) / 3  # binning bias ~ bins^-2, Richardson per replica
+            ops[bins].append(_symmetriser(k) @ ((op + op.T) / 2) @ _symmetriser(k))
+    rhos: dict[int, np.ndarray] = {}
+    for bins, lst in ops.items():
+        if k == 1:  # a 1 x 1 operator: nothing is selected, every replica is its own estimate
+            rhos[bins] = np.array([float(a[0, 0]) for a in lst])
+            continue
+        est = []
+        for a, b in zip(lst[0::2], lst[1::2]):
+            va, vb = _top_eigvec_sym(a, k), _top_eigvec_sym(b, k)
+            est.append(0.5 * (va @ b @ va + vb @ a @ vb))
+        rhos[bins] = np.array(est)
+    r1, r2 = rhos[500], rhos[1000]
+    extrap = r2 + (r2 - r1) / 3  # binning bias ~ bins^-2, Richardson per pair
+    pairs = len(extrap)
     rho = float(extrap.mean())
-    se = float(extrap.std(ddof=1) / np.sqrt(replicas))
+    se = float(extrap.std(ddof=1) / np.sqrt(pairs))
     from scipy.stats import t as student_t
 
-    tq = float(student_t.ppf(0.9985, replicas - 1))  # two-sided 99.7% with replicas - 1 degrees of freedom
+    tq = float(student_t.ppf(0.9985, pairs - 1))  # two-sided 99.7% with pairs - 1 degrees of freedom
     return _delta_alg_from_rho(rho, tq * se + abs(float((r2 - r1).mean())) / 3,
                                f"Monte Carlo: cross-fitted conditional moments in 500 and 1000 quantile bins of y "
-                               f"(Richardson), {replicas} x {n} samples, seed {seed} "
-                               f"(error: Student-t 99.7% interval + remaining bin bias)")
+                               f"(Richardson), {replicas} x {n} samples, seed {seed}; the top eigenvalue by "
+                               f"cross-replica Rayleigh quotients (no selection bias) "
+                               f"(error: Student-t 99.7% interval over {pairs} "
+                               f"{'pairs' if k > 1 else 'replicas'} + remaining bin bias)")
 
 
 def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
@@ -473,7 +524,8 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     if easy.shape[1] > 0:
         da = DeltaAlg(sp.Integer(0), 0.0, 0.0, "trivial (easy) directions exist: weak recovery at any delta > 0")
         if hard.shape[1] > 0:
-            notes.append("delta_alg refers to the easy directions; the hard ones are learned after them")
+            notes.append("delta_alg refers to the easy directions; the hard ones are learned after them: "
+                         "delta_alg_hard is their threshold given the easy coordinates")
     else:
         da = (_delta_alg_exact_single(lk) if lk.k == 1 else None)
         if da is None:
@@ -483,8 +535,108 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
             elif lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)
             else:
-                da = delta_alg_monte_carlo(lk)
-    return LinkAnalysis(lk, lk.k, info, gen, easy, hard, da, method, tuple(notes))
+                da = delta_alg_sphere(lk) or delta_alg_monte_carlo(lk)
+    if easy.shape[1] == 0:
+        hard_da, why = None, ("no easy direction: the hard directions' threshold is delta_alg itself" if hard.shape[1]
+                              else "no hard direction")
+    elif hard.shape[1] == 0:
+        hard_da, why = None, "no hard direction: every direction is easy"
+    else:
+        hard_da, why = delta_alg_hard(lk, easy, hard)
+    return LinkAnalysis(lk, lk.k, info, gen, easy, hard, da, method, tuple(notes), hard_da, why)
+
+
+#: Gauss-Hermite nodes per easy coordinate of :func:`delta_alg_hard`'s average (and of its companion, half of them)
+HARD_GH_NODES = 16
+
+
+def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
+    """The single-index link z -> h(E a + h z) of the hard coordinate given the easy coordinates a (numbers or
+    symbols), E and h the orthonormal easy and hard bases."""
+    z = cv.Z
+    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(easy.shape[1])) + _rational_basis(hard[i, 0]) * z
+           for i, v in enumerate(lk.latent)}
+    return Link("hard|easy", lk.expr.xreplace(sub), 1, (z,))
+
+
+def _rational_basis(v: float):
+    return sp.nsimplify(float(v), [sp.sqrt(2), sp.sqrt(3)], tolerance=1e-12)
+
+
+def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[Link]:
+    """The link u(z_H) of the hard coordinates when y = g(z_E) + u(z_H) (noiseless; u(0) = 0), else None."""
+    if lk.noisy:
+        return None
+    kE, kH = easy.shape[1], hard.shape[1]
+    a = sp.symbols(f"a1:{kE + 1}", real=True)
+    zh = tuple(cv.z_symbol(j + 1) for j in range(kH)) if kH > 1 else (cv.Z,)
+    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(kE))
+           + sum(_rational_basis(hard[i, j]) * zh[j] for j in range(kH)) for i, v in enumerate(lk.latent)}
+    try:
+        e = sp.expand(lk.expr.xreplace(sub))
+        u = sp.expand(e - e.xreplace({a_: 0 for a_ in a}))  # the part that moves with z_E
+        if sp.simplify(u - u.xreplace({z_: 0 for z_ in zh})) != 0:  # ... must not involve z_H
+            return None
+        hard_part = sp.expand(e.xreplace({a_: 0 for a_ in a}) - e.xreplace({a_: 0 for a_ in a} | {z_: 0 for z_ in zh}))
+    except Exception:
+        return None
+    if hard_part == 0 or hard_part.free_symbols - set(zh):
+        return None
+    return Link("hard part", hard_part, kH, zh)
+
+
+def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
+    """(DeltaAlg or None, reason): the weak-recovery threshold of the hard subspace once the easy coordinates z_E
+    are known (a staircase is learned stage by stage): 1 / rho_H with rho_H the spectral radius of
+    M -> E[G_H M G_H], G_H(y, z_E) = E[z_H z_H^T | y, z_E] - I (docs/theory.md §2).  The hard coordinates are
+    independent of z_E, so rho_H = E_{z_E}[rho(z_E)], rho(a) that of the single-index link z -> h(E a + h z).
+
+    Tiers: exact when the single-index closed form holds for symbolic a and does not depend on it (y = z1 + z2^2:
+    given z1, y fixes z2^2, so 1/2); else Gauss-Hermite over z_E (HARD_GH_NODES per coordinate, error against half
+    of them plus the nodes' own errors) of each node's single-index delta_alg.  One hard direction, noiseless,
+    at most two easy coordinates; otherwise (None, why)."""
+    kE, kH = easy.shape[1], hard.shape[1]
+    sep = _shift_separable(lk, easy, hard)
+    if sep is not None:  # y = g(z_E) + u(z_H): given z_E, the hard coordinates see the link u
+        da = analyse_link(sep).delta_alg
+        return replace(da, method=f"given the easy coordinates y is a shift of u(z_H) = {sep.expr}: its delta_alg "
+                                  f"({da.method})"), ""
+    if kH != 1 or kE > 2 or lk.noisy:
+        return None, (f"not computed: conditioning is implemented for one hard direction, at most two easy ones and "
+                      f"noiseless links (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
+    a = sp.symbols(f"a1:{kE + 1}", real=True)
+    try:
+        ex = _delta_alg_exact_single(_conditional_link(lk, easy, hard, a))
+    except Exception:
+        ex = None
+    if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:
+        return DeltaAlg(ex.exact, ex.value, 0.0, f"exact: given the easy coordinates, {ex.method.split(': ', 1)[-1]}"
+                        ), ""
+
+    def average(n):
+        x, w = np.polynomial.hermite_e.hermegauss(n)
+        w = w / w.sum()
+        nodes = np.array(np.meshgrid(*([x] * kE), indexing="ij")).reshape(kE, -1).T
+        ws = np.prod(np.array(np.meshgrid(*([w] * kE), indexing="ij")).reshape(kE, -1), axis=0)
+        rho = err = 0.0
+        for node, wt in zip(nodes, ws):
+            cl = _conditional_link(lk, easy, hard, [sp.Float(float(c), 17) for c in node])
+            d = _delta_alg_exact_single(cl) or delta_alg_grid(cl)
+            if d.value is None:  # no recovery at this node: it contributes rho = 0
+                continue
+            rho += wt / d.value
+            err += wt * d.error / d.value ** 2
+        return rho, err
+
+    try:
+        rho, err = average(HARD_GH_NODES)
+        rho2, _ = average(HARD_GH_NODES // 2)
+    except TheorykitError as e:
+        return None, f"not computed: {str(e).splitlines()[0]}"
+    return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
+                               f"quadrature: Gauss-Hermite over the easy coordinates ({HARD_GH_NODES} nodes per "
+                               f"coordinate; error against {HARD_GH_NODES // 2}) of the single-index delta_alg of "
+                               f"the hard coordinate given them (docs/theory.md §2)"), ""
 
 
 def _generative_exponent(lk: Link, max_degree: int) -> Optional[int]:
