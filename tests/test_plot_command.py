@@ -159,9 +159,15 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     col = st.parse_columns("finite_d@d=40:T=5")[0]
     cell = st.COMPUTE["finite_d"](pr, col, opt)
     assert seen == [("root", 1, [4.0, 30.0], [40], 5, 1024, 2)]
-    m = real_mid(pr, [40], 5, delta_range=(4.0, 30.0), paths=1024, replicas=2).midpoints[0]
+    fm = real_mid(pr, [40], 5, delta_range=(4.0, 30.0), paths=1024, replicas=2)
+    m = fm.midpoints[0]
     assert np.allclose([cell["value"], cell["low"], cell["high"]], [m["midpoint"], *m["band"]], equal_nan=True)
     assert cell["how"].startswith("theorykit.thresholds.finite_d_midpoint (")
+    # the escape time at the evaluated delta nearest the midpoint from above (the optimiser's ingredient)
+    above = sorted((e for e in fm.escape_time if e["t"] is not None and e["delta"] >= m["midpoint"]),
+                   key=lambda e: e["delta"]) if np.isfinite(m["midpoint"]) else []
+    want = {"delta": above[0]["delta"], "t": above[0]["t"], "band": list(above[0]["band"])} if above else None
+    assert cell["escape_time"] == want
     seen.clear()
     p2 = Problem("gelu", "phase-retrieval", "square", 2, eta=1.0, delta=1.0, steps=1)
     cell2 = st.COMPUTE["finite_d"](p2, col, opt)

@@ -230,3 +230,80 @@ def test_cli_bad_input(capsys):
     rc = cli.main(["spectral", "--link", PR, "--preprocess", "(y-1)/(y+sqrt(delta)-1)", "--delta", "0.5", "--json"])
     err = capsys.readouterr().err
     assert rc == 2 and "pole" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------------ multi-index links (k > 1)
+def test_multi_index_reduces_to_the_classic_theory_at_k1():
+    from theorykit.spectra.multi import multi_spectral_prediction
+
+    for delta in (0.75, 2.0):
+        a, b = multi_spectral_prediction(PR, OPTIMAL, delta), S.spectral_prediction(PR, OPTIMAL, delta)
+        assert a.eigenvalues[0] == pytest.approx(b.top_eigenvalue, rel=1e-10)
+        assert a.overlap2[0] == pytest.approx(b.overlap2, rel=1e-9) and a.bulk_edge == pytest.approx(b.bulk_edge)
+
+
+def test_multi_index_margin_matrix_against_one_dimensional_integrals():
+    """The k x k margin at a fixed lam against independent 1-D integrals: y = z1^2 + z2^2 ~ Exp(mean 2) is isotropic,
+    E[zz^T | y] = (y/2) I; y = z1 z2 has density K0(|y|)/pi, E[z1^2 | y] = |y| K1/K0, E[z1 z2 | y] = y."""
+    from scipy import integrate, special
+
+    from theorykit.spectra.multi import multi_spectral_law
+
+    lam, delta = 1.5, 3.0
+    law = multi_spectral_law("z1**2 + z2**2", "(y-2)/(y+2)", delta)
+    Zf = lambda y: (y - 2) / (y + 2)  # noqa: E731
+    m = delta * integrate.quad(lambda y: 0.5 * np.exp(-y / 2) * Zf(y) * (y / 2 - 1) / (lam - Zf(y)), 0, np.inf,
+                               epsabs=1e-13)[0] - 1
+    assert np.allclose(law.margin_matrix(lam, delta), m * np.eye(2), atol=1e-8)
+    law = multi_spectral_law("z1*z2", "y/(abs(y)+1)", delta)
+    Zp = lambda y: y / (abs(y) + 1)  # noqa: E731
+    dens = lambda y: special.k0(abs(y)) / np.pi  # noqa: E731
+    diag = sum(integrate.quad(lambda y: dens(y) * Zp(y) * (abs(y) * special.k1(abs(y)) / special.k0(abs(y)) - 1)
+                              / (lam - Zp(y)), a, b, epsabs=1e-12, limit=200)[0]
+               for a, b in ((-60, -1), (-1, 0), (0, 1), (1, 60)))
+    off = sum(integrate.quad(lambda y: dens(y) * Zp(y) * y / (lam - Zp(y)), a, b, epsabs=1e-12, limit=200)[0]
+              for a, b in ((-60, -1), (-1, 0), (0, 1), (1, 60)))
+    want = delta * np.array([[diag, off], [off, diag]]) - np.eye(2)
+    assert np.allclose(law.margin_matrix(lam, delta), want, atol=1e-5)
+
+
+def test_multi_index_prediction_against_finite_d():
+    """z1 z2 with T = y/(|y| + 1) at delta = 3: one outlier along (1, 1)/sqrt2 (the other direction's margin is
+    negative), against the top two eigenpairs of M_n at d = 1500 over 4 seeds (tolerances: 4 standard errors plus the
+    O(d^-1/2) finite-size shift measured in tables/spectral_multi_index.md)."""
+    from theorykit.spectra.multi import multi_spectral_prediction
+
+    p = multi_spectral_prediction("z1*z2", "y/(abs(y)+1)", 3.0)
+    assert p.outliers == 1 and p.margins[1] < 0
+    assert np.allclose(np.abs(p.directions[0]), [2 ** -0.5, 2 ** -0.5], atol=1e-6)
+    runs = [R.finite_d_spectrum("z1*z2", "y/(abs(y)+1)", 3.0, 1500, top=2, seed=s) for s in range(4)]
+    top = np.array([r[0][0] for r in runs])
+    ov = np.array([r[1][0] for r in runs])
+    assert abs(top.mean() - p.eigenvalues[0]) <= 4 * top.std(ddof=1) / 2 + 0.01
+    assert abs(ov.mean() - p.overlap2[0]) <= 4 * ov.std(ddof=1) / 2 + 0.03
+    assert all(abs(abs(r[2][0, 0]) - abs(r[2][0, 1])) < 0.15 for r in runs)  # along (1, +-1)/sqrt2, up to noise
+    assert abs(np.mean([r[0][1] for r in runs]) - p.bulk_edge) < 0.02  # the second eigenvalue sits at the edge
+
+
+def test_multi_index_spectral_command(capsys):
+    from theorykit.cli import main
+
+    assert main(["spectral", "--link", "z1**2 + z2**2", "--preprocess", "(y-2)/(y+2)", "--delta", "3",
+                 "--delta-range", "0.3", "10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["k"] == 2 and out["outliers"] == 2 and len(out["thresholds"]) == 2
+    assert out["eigenvalues"][0] == pytest.approx(out["eigenvalues"][1], rel=1e-8)  # isotropic: a double outlier
+    assert out["delta_u"] is not None and out["delta_u"] < 3
+
+
+def test_three_index_quadrature_converges_with_a_kink_on_the_coordinate_planes():
+    """T(y) = (|y| - 0.5)/(|y| + 1) of y = z1 z2 z3 kinks where a z_i = 0: the 3-D rule keeps 0 on a panel edge
+    (links.GL_PANELS[3] even), so halving the panels changes the triple outlier by < 1e-6 (with 15 panels it moved
+    by 10%, and finite d disagreed: tables/spectral_multi_index_notes.md)."""
+    from theorykit.spectra.multi import multi_spectral_prediction
+    from theorykit.symbolic.links import GL_PANELS
+
+    assert all(p % 2 == 0 for p in GL_PANELS.values())
+    a, b = (multi_spectral_prediction("z1*z2*z3", "(abs(y)-0.5)/(abs(y)+1)", 8.0, level=lv) for lv in (0, 1))
+    assert a.outliers == b.outliers == 3
+    assert abs(a.eigenvalues[0] - b.eigenvalues[0]) < 1e-6 and abs(a.overlap2[0] - b.overlap2[0]) < 1e-5

@@ -12,7 +12,7 @@ the parameter).
 
 JSON keys: best {params, value, stderr, param_stderr, how}, evaluations [{params, value, stderr, low, high, status,
 error, stage, seconds}], baseline {activation, value, stderr, low, high, error}, delta_alg, gap_to_delta_alg,
-ingredients {winner, baseline: {activation, hermite, D_t0}}, settings, method, files, seconds.
+ingredients {winner, baseline: {activation, hermite, D_t0, escape_time}}, settings, method, files, seconds.
 """
 import os
 import time
@@ -121,6 +121,16 @@ def text(r) -> str:
     if r.get("delta_alg") is not None:
         lines.append(f"  delta_alg = {r['delta_alg']:.4g} (gap {r['gap_to_delta_alg']:.3g})"
                      if r.get("gap_to_delta_alg") is not None else f"  delta_alg = {r['delta_alg']:.4g}")
+    for who, ing in (r.get("ingredients") or {}).items():
+        if not isinstance(ing, dict) or "error" in ing:
+            continue
+        h = ing.get("hermite")
+        D = ing.get("D_t0") or {}
+        esc = ing.get("escape_time")
+        lines.append(f"  {who}: Hermite mu_0..mu_4 " + ("[" + ", ".join(f"{c:.3g}" for c in h) + "]" if h else "-")
+                     + (f"; D at t = 0: mean {D['mean']:.3g}, 1e-3 quantile {D['q1e-3']:.3g}, min {D['min']:.3g}"
+                        if "mean" in D else "")
+                     + (f"; escape time t_1/2 = {esc['t']} at delta = {esc['delta']:.4g}" if esc else ""))
     for e in r["evaluations"]:
         par = ", ".join(f"{k} = {v:.4g}" for k, v in e["params"].items())
         val = f"{e['value']:.4g} ± {e['stderr']:.2g}" if e["value"] == e["value"] else e["error"]

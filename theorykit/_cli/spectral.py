@@ -1,4 +1,8 @@
-"""theorykit spectral --link L --preprocess EXPR(y, delta) --delta D [--json]"""
+"""theorykit spectral --link L --preprocess EXPR(y, delta) --delta D [--json]
+
+JSON keys: top_eigenvalue, overlap2, delta_u (null with delta_u_reason), link, preprocess, delta, and the prediction's
+fields; for a k-index link (k = 2, 3) also k, eigenvalues, overlap2 per outlier, directions, subspace_overlap2,
+outliers, margins, and thresholds [{direction, delta_u, error, bracket, note}] (theorykit.spectra.multi)."""
 import math
 
 from ..errors import TheorykitError
@@ -23,8 +27,8 @@ def add_parser(sub):
                                    "(1/n) sum T(y_i) x_i x_i^T.",
                        epilog="example: theorykit spectral --link phase-retrieval --preprocess "
                               "'(y-1)/(y+sqrt(2*delta)-1)' --delta 2")
-    p.add_argument("--link", required=True, help="single-index link: preset (phase-retrieval, ...) or expression in "
-                                                 "z and eps")
+    p.add_argument("--link", required=True, help="link: preset (phase-retrieval, ...) or expression in z (or "
+                                                 "z1..zk, k <= 3) and eps")
     p.add_argument("--preprocess", required=True, metavar="EXPR",
                    help="preprocessing T as an expression in y and delta, e.g. '(y-1)/(y+sqrt(2*delta)-1)'")
     p.add_argument("--delta", required=True, help="sample ratio n/d, a finite number > 0")
@@ -38,6 +42,10 @@ def run(args) -> dict:
     lo, hi = (_positive(v, "--delta-range") for v in args.delta_range)
     if not lo < hi:
         raise TheorykitError(f"--delta-range: expected LO < HI, got {args.delta_range[0]} {args.delta_range[1]}")
+    from ..symbolic.ingredients import link as make_link
+
+    if make_link(args.link).k > 1:
+        return _run_multi(args, delta, lo, hi)
     # T's admissibility (finite, no pole in the support of y, bounded above, sup T > 0): the same check, hence the
     # same verdict, as the spectral initialisation of simulate, sweep and dmft (--init spectral --spectral-T)
     check_preprocessing(args.link, args.preprocess, delta)
@@ -76,7 +84,39 @@ def run(args) -> dict:
     return out
 
 
+def _run_multi(args, delta, lo, hi) -> dict:
+    """A link with k > 1 latent directions (theorykit.spectra.multi)."""
+    from ..spectra.multi import multi_spectral_prediction, multi_spectral_thresholds
+
+    pred = multi_spectral_prediction(args.link, args.preprocess, delta)
+    thr = multi_spectral_thresholds(args.link, args.preprocess, delta_range=(lo, hi))
+    found = [t["delta_u"] for t in thr if t["delta_u"] is not None]
+    out = {"top_eigenvalue": pred.eigenvalues[0] if pred.outliers else pred.bulk_edge,
+           "overlap2": pred.overlap2[0] if pred.outliers else 0.0,
+           "delta_u": min(found) if found else None, "link": args.link, "preprocess": args.preprocess,
+           "delta": delta, "k": len(pred.margins)}
+    if not found:
+        out["delta_u_reason"] = "; ".join(f"direction {t['direction']}: {t['note']}" for t in thr)
+    out.update({k: v for k, v in pred.as_dict().items() if k != "delta"})
+    out["thresholds"] = thr
+    return out
+
+
 def text(r) -> str:
+    if "thresholds" in r:  # k > 1
+        lines = [f"spectral method: T(y) = {r['preprocess']} on link {r['link']} (k = {r['k']}), "
+                 f"delta = {r['delta']:g}",
+                 f"  bulk edge {r['bulk_edge']:.10g}; {r['outliers']} outlier(s)"]
+        for ev, ov, u in zip(r["eigenvalues"], r["overlap2"], r["directions"]):
+            lines.append(f"  outlier {ev:.10g}: overlap^2 with the latent subspace {ov:.6g}, along "
+                         f"({', '.join(f'{c:.4g}' for c in u)})")
+        lines.append(f"  margins (eigenvalues of the k x k margin at the edge; > 0: an outlier): "
+                     f"{', '.join(f'{m:.4g}' for m in r['margins'])}")
+        for t in r["thresholds"]:
+            lines.append(f"  direction {t['direction']}: delta_u = {t['delta_u']:.8g} +/- {t['error']:.1e}"
+                         if t["delta_u"] is not None else f"  direction {t['direction']}: {t['note']}")
+        lines.append(f"  method: {r['method']}")
+        return "\n".join(lines)
     th = r["threshold"]
     lines = [f"spectral method: T(y) = {r['preprocess']} on link {r['link']}, delta = {r['delta']:g}",
              f"  top eigenvalue -> {r['top_eigenvalue']:.10g}   (bulk edge {r['bulk_edge']:.10g})",

@@ -10,7 +10,7 @@ from .._checks import check_number
 from ..errors import TheorykitError
 from ..symbolic.ingredients import Preprocessing, link as make_link, preprocessing as make_preprocessing
 
-__all__ = ["data_matrix", "top_eigenpairs", "finite_d_top"]
+__all__ = ["data_matrix", "top_eigenpairs", "finite_d_top", "finite_d_spectrum"]
 
 #: rows per block when the dense data matrix is accumulated (no (n, d) temporary)
 BLOCK_ROWS = 1024
@@ -55,17 +55,26 @@ def top_eigenpairs(X, y, T, delta=None, k: int = 1, tol: float = 1e-10, seed: in
     return vals[order], vecs[:, order]
 
 
-def finite_d_top(link, T, delta, d: int, seed: int = 0, tol: float = 1e-7):
-    """Finite-d check: x ~ N(0, I_d), n = round(delta d), latent z = x[:, 0].  Returns (top eigenvalue, overlap^2
-    of the top eigenvector with e_1); eigsh tolerance ``tol`` (the eigenvalue error is ~ tol^2 relative)."""
+def finite_d_spectrum(link, T, delta, d: int, top: int = 1, seed: int = 0, tol: float = 1e-7):
+    """Finite-d check of a link with k latent directions: x ~ N(0, I_d), n = round(delta d), latent z = x[:, :k].
+    Returns (the ``top`` largest eigenvalues (top,), descending; each eigenvector's squared overlap with the latent
+    subspace span(e_1..e_k) (top,); the latent parts (top, k)).  eigsh tolerance ``tol``."""
     L = make_link(link)
-    if L.k != 1:
-        raise TheorykitError(f"finite_d_top: link {L.name!r} has k = {L.k}; single-index (k = 1) only")
     delta = check_number("delta", delta, lambda v: v > 0, "> 0")
     n = int(round(delta * d))
+    if not (1 <= top < d and L.k < d):
+        raise TheorykitError(f"finite_d_spectrum: need 1 <= top < d and k < d (top = {top}, k = {L.k}, d = {d})")
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     eps = rng.standard_normal(n) if L.noisy else None
-    y = L.response(X[:, :1], eps)
-    vals, vecs = top_eigenpairs(X, y, T, delta, k=1, tol=tol, seed=seed)
-    return float(vals[0]), float(vecs[0, 0] ** 2)
+    y = L.response(X[:, :L.k], eps)
+    vals, vecs = top_eigenpairs(X, y, T, delta, k=top, tol=tol, seed=seed)
+    lat = vecs[:L.k, :].T
+    return vals, np.sum(lat ** 2, axis=1), lat
+
+
+def finite_d_top(link, T, delta, d: int, seed: int = 0, tol: float = 1e-7):
+    """Finite-d check: (top eigenvalue, overlap^2 of the top eigenvector with the latent subspace; e_1 for k = 1)
+    (:func:`finite_d_spectrum` with top = 1)."""
+    vals, ov, _ = finite_d_spectrum(link, T, delta, d, 1, seed, tol)
+    return float(vals[0]), float(ov[0])

@@ -210,7 +210,7 @@ class _Search:
             cell, status = evaluate_cell(pr, self.column, self.options, self.store)
         rec["_cell"] = cell if status == "computed" else None
         rec.update({k: cell[k] for k in ("value", "stderr", "low", "high", "error", "seconds")},
-                   how=cell.get("how", ""), note=cell.get("note", ""),
+                   how=cell.get("how", ""), note=cell.get("note", ""), escape_time=cell.get("escape_time"),
                    status={"computed": "ok", "cached": "cached", "failed": "failed"}[status])
         if rec["status"] in ("ok", "cached") and not math.isfinite(rec["value"]):
             rec.update(status="failed", error=rec.get("note") or rec.get("how") or "no finite value")
@@ -506,7 +506,7 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
         try:
             bp = _baseline_problem(family, baseline, search)
             cell, _ = evaluate_cell(bp, search.column, search.options, search.store)  # cached like the candidates
-            base = {"activation": str(baseline), "eta": float(bp.eta),
+            base = {"activation": str(baseline), "eta": float(bp.eta), "escape_time": cell.get("escape_time"),
                     **{k: cell[k] for k in ("value", "stderr", "low", "high", "error")}}
         except TheorykitError as e:
             base = {"activation": str(baseline), "value": math.nan, "stderr": math.nan, "low": math.nan,
@@ -515,10 +515,11 @@ def optimise(activation, link, params, objective: str = "finite_d@d=400:T=150", 
     alg = winner.analysis.delta_alg.value
     ingr = {}
     if ingredients:
-        ingr["winner"] = _ingredients(winner)
+        ingr["winner"] = {**_ingredients(winner), "escape_time": rbest.get("escape_time")}
         if baseline:
             try:
-                ingr["baseline"] = _ingredients(_baseline_problem(family, baseline, search))
+                ingr["baseline"] = {**_ingredients(_baseline_problem(family, baseline, search)),
+                                    "escape_time": (base or {}).get("escape_time")}
             except TheorykitError as e:
                 ingr["baseline"] = {"error": str(e).splitlines()[0]}
     settings = {**family, "params": [{"name": p.name, "low": p.low, "high": p.high} for p in ps],

@@ -222,11 +222,16 @@ def _finite_d(problem, col, opt):
         fm = finite_d_midpoint(problem, [d], T, delta_range=(min(opt.deltas), max(opt.deltas)), paths=opt.paths,
                                replicas=opt.replicas)
         m = fm.midpoints[0]
+        # the escape time t_1/2 (first t with cos^2 >= 1/2 from the median start) at the evaluated delta nearest the
+        # midpoint from above: how long GD takes at d where it starts to succeed
+        above = sorted((e for e in fm.escape_time if e["t"] is not None and e["delta"] >= (m["midpoint"] or 0)
+                        and math.isfinite(m["midpoint"] or math.nan)), key=lambda e: e["delta"])
+        esc = ({"delta": above[0]["delta"], "t": above[0]["t"], "band": list(above[0]["band"])} if above else None)
         # no crossing in the bracket is an answer (value NaN, where it lies in the note), not a failure
         return {**_cell(m["midpoint"], m["stderr"], *m["band"],
                         how=f"theorykit.thresholds.finite_d_midpoint ({fm.method})" + (f"; {m['note']}" if m["note"]
                                                                                        else "")),
-                "note": m["note"] or ""}
+                "note": m["note"] or "", "escape_time": esc}
     fd = finite_d(problem, list(opt.deltas), [d], T, paths=opt.paths, replicas=opt.replicas)
     failed = [q for q in fd.per_delta if q["error"]]
     if len(failed) == len(fd.per_delta):
