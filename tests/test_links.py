@@ -182,8 +182,16 @@ def test_sphere_quadrature_declines_what_it_cannot_do():
 
     assert homogeneous_degree(make_link("z1*z2*z3").response, 3) == 3
     assert homogeneous_degree(make_link("tanh(z1*z2)").response, 2) is None
-    for spec in ("tanh(z1*z2)", "z1*z2 + eps", "z1*z2*z3*z4", "z1/sqrt(z1**2 + z2**2)"):
+    for spec in ("cos(z1*z2)", "z1*z2 + eps", "z1*z2*z3*z4", "z1/sqrt(z1**2 + z2**2)", "z1*z2 + z3"):
         assert tk.symbolic.links.delta_alg_sphere(make_link(spec)) is None
+
+
+def test_a_strictly_monotone_function_of_a_homogeneous_link_has_its_delta_alg():
+    """Conditioning on y = g(u) with g strictly monotone is conditioning on u: tanh(z1 z2) and 2 atan(z1 z2 z3) + 1
+    get the values of z1 z2 and z1 z2 z3, and say how."""
+    for outer, inner in (("tanh(z1*z2)", "z1*z2"), ("2*atan(z1*z2*z3) + 1", "z1*z2*z3")):
+        a, b = (tk.symbolic.links.delta_alg_sphere(make_link(s)) for s in (outer, inner))
+        assert a.value == pytest.approx(b.value, abs=1e-12) and "strictly monotone" in a.method
 
 
 def test_sign_of_a_triple_product_recovers_nothing():

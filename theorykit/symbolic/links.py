@@ -249,16 +249,49 @@ def delta_alg_additive(link: Link, s: float) -> DeltaAlg:
                                "quadrature: additive Gaussian noise, E[z^2|y] by composite Gauss-Legendre in z and y")
 
 
+def _strip_monotone(link: Link) -> tuple:
+    """(inner link, what was removed): y = g(u) with g strictly monotone on the reals (a non-zero factor, an added
+    constant, tanh, erf, atan, exp, ...), peeled repeatedly; conditioning on y is conditioning on u."""
+    from sympy.calculus.singularities import is_strictly_decreasing, is_strictly_increasing
+
+    e, peeled, t = link.expr, [], sp.Symbol("t", real=True)
+    if link.noisy:
+        return link, peeled
+    for _ in range(8):
+        if e.is_Add and any(a.is_number for a in e.args):
+            e, peeled = sp.Add(*[a for a in e.args if not a.is_number]), peeled + ["an added constant"]
+        elif e.is_Mul and any(a.is_number for a in e.args):
+            e, peeled = sp.Mul(*[a for a in e.args if not a.is_number]), peeled + ["a constant factor"]
+        elif isinstance(e, sp.Function) and len(e.args) == 1 and e.args[0].free_symbols:
+            g = e.func(t)
+            try:
+                mono = bool(is_strictly_increasing(g, sp.S.Reals, t) or is_strictly_decreasing(g, sp.S.Reals, t))
+            except Exception:
+                mono = False
+            if not mono:
+                break
+            e, peeled = e.args[0], peeled + [e.func.__name__]
+        else:
+            break
+    if not peeled:
+        return link, peeled
+    return Link(link.name, e, link.k, link.latent), peeled
+
+
 def delta_alg_sphere(link: Link) -> Optional[DeltaAlg]:
     """k = 2 or 3, noiseless, y homogeneous in z (or depending on z / |z| only, with finitely many values): the
     operator by deterministic quadrature on the sphere (:mod:`theorykit.symbolic.sphere`), its error the change
     against the rule with half the nodes; None for other links."""
     from .sphere import sphere_operator
 
-    got = sphere_operator(link)
+    inner, peeled = _strip_monotone(link)
+    got = sphere_operator(inner)
     if got is None:
         return None
     coarse, fine, how = got
+    if peeled:
+        how = (f"y is a strictly monotone function of u = {inner.expr} ({', '.join(peeled)}), so E[zz^T | y] = "
+               f"E[zz^T | u]: " + how)
     rc, rf = _spectral_radius_sym(coarse, link.k), _spectral_radius_sym(fine, link.k)
     return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
 
