@@ -11,7 +11,8 @@ Hessian at initialisation).
 3. for both it reports the ingredients: Hermite coefficients and the law of D at initialisation.
 delta*(0) is cheap but is not what GD does: in GD at d = 400 a softer GeLU (a = 0.415) needs more samples than GeLU
 (tables/optimise_gd.md).  The finite-d objective (finite_d@d=400:T=150, the default) is the one validated against GD;
-it costs minutes per candidate (docs/optimise.md).
+it costs minutes per candidate (docs/optimise.md).  With it, the two-parameter family sigma_a + c x^2 finds an
+activation that GD confirms needs half GeLU's samples on this link (docs/optimise.md, "A gain GD confirms").
 """
 import math
 
