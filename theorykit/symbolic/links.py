@@ -254,7 +254,8 @@ def _strip_monotone(link: Link) -> tuple:
     constant, tanh, erf, atan, exp, ...), peeled repeatedly; conditioning on y is conditioning on u."""
     from sympy.calculus.singularities import is_strictly_decreasing, is_strictly_increasing
 
-    e, peeled, t = link.expr, [], sp.Symbol("t", real=True)
+    e, t = link.expr, sp.Symbol("t", real=True)
+    peeled: list[str] = []
     if link.noisy:
         return link, peeled
     for _ in range(8):
