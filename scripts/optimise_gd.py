@@ -121,9 +121,9 @@ def main(argv):
                 setting(*st, D, rows, lines)
     header = [f"GD (theorykit.sweep) at d = {', '.join(map(str, ds))}, horizon {HORIZON}, {SEEDS} seeds per delta (the "
               "same for every activation of a setting and d), eta = 1, width 1.  Winners: the finite-d search of each "
-              f"setting at each d (objective finite_d@d=D:T={HORIZON}, grid 5 over a in [0.4, 3] + 1 refinement) and, "
-              "on the bounded link, the "
-              "delta*(0) search of tables/optimise_check.md."]
+              f"setting at each d (objective finite_d@d=D:T={HORIZON}, grid 5 over a in [0.4, 3] + 1 refinement; "
+              "bounded-2: grid 5 x 5 over a in [0.4, 3], c in [-0.3, 0.3], d = 400 only) and, on the bounded link, "
+              "the delta*(0) search of tables/optimise_check.md."]
     return write_study("optimise_gd", __file__, argv, rows, lines,
                        title="The searches' winners against GeLU in gradient descent", header=header, started=started,
                        t0=t0, root=ROOT)

@@ -45,6 +45,7 @@ import os
 import signal
 import sys
 import time
+import contextlib
 import uuid
 from typing import Callable, Iterable, Optional, Sequence
 
@@ -269,23 +270,33 @@ def _dask_client(scheduler):
                              f"({msg[:160]})") from None
 
 
-def _run_on_dask(scheduler, tasks, blas_threads, record):
-    """Submit every task to the cluster and record each row as its task finishes (any order)."""
-    import distributed
-
+@contextlib.contextmanager
+def _on_dask(scheduler):
+    """(client, submit) for the block: ``submit(fn, *args)`` sends one task to the cluster and returns its future.
+    When the block raises (Ctrl-C included) the unfinished futures are cancelled; a client opened here is closed."""
     client, opened = _dask_client(scheduler)
-    futures = []
+    futures: list = []
+
+    def submit(fn, *args):
+        futures.append(client.submit(fn, *args, pure=False, key=f"theorykit-{uuid.uuid4().hex}"))
+        return futures[-1]
     try:
-        futures = [client.submit(_call_limited, task, blas_threads, pure=False, key=f"theorykit-{uuid.uuid4().hex}")
-                   for task in tasks]
-        for fut in distributed.as_completed(futures):
-            record(*fut.result())
+        yield client, submit
     except BaseException:
         client.cancel([f for f in futures if not f.done()])
         raise
     finally:
         if opened:
             client.close()
+
+
+def _run_on_dask(scheduler, tasks, blas_threads, record):
+    """Submit every task to the cluster and record each row as its task finishes (any order)."""
+    import distributed
+
+    with _on_dask(scheduler) as (_, submit):
+        for fut in distributed.as_completed([submit(_call_limited, task, blas_threads) for task in tasks]):
+            record(*fut.result())
 
 
 #: seconds to wait for a Dask scheduler to answer
@@ -299,17 +310,8 @@ def map_tasks(fn: Callable, items: Sequence, *, processes: int = 1, scheduler=No
     candidates); a sweep of many runs goes through :func:`run_jobs`, which also resumes from its file."""
     items = list(items)
     if scheduler is not None and items:
-        client, opened = _dask_client(scheduler)
-        futures = []
-        try:
-            futures = [client.submit(fn, it, pure=False, key=f"theorykit-{uuid.uuid4().hex}") for it in items]
-            return [f.result() for f in futures]
-        except BaseException:
-            client.cancel([f for f in futures if not f.done()])
-            raise
-        finally:
-            if opened:
-                client.close()
+        with _on_dask(scheduler) as (_, submit):
+            return [f.result() for f in [submit(fn, it) for it in items]]
     if processes > 1 and len(items) > 1:
         from concurrent.futures import ProcessPoolExecutor
 

@@ -256,13 +256,7 @@ def _pairs_to_operator(K: np.ndarray, pairs: list, k: int) -> np.ndarray:
 def _pieces(response, k: int, az_grid: np.ndarray, u: Optional[float]):
     """Azimuth intervals [a, b) on which h is constant, on the circle at cos(polar) = u (k = 3) or the unit circle:
     the jumps between grid points are located by bisection.  Returns [(a, b, value)]."""
-    def pts(phi):
-        phi = np.asarray(phi, dtype=float)
-        if k == 2:
-            return np.stack([np.cos(phi), np.sin(phi)], axis=-1)
-        sn = math.sqrt(max(0.0, 1 - u * u))
-        return np.stack([sn * np.cos(phi), sn * np.sin(phi), np.full_like(phi, u)], axis=-1)
-
+    pts = _circle_points(k, u)
     vals = np.asarray(response(pts(az_grid)), dtype=float)
     jumps = np.nonzero(vals != np.roll(vals, -1))[0]
     if len(jumps) == 0:
@@ -293,11 +287,7 @@ def _operator_levels(response, k: int, res: tuple) -> np.ndarray:
         for a, b, c in _pieces(response, k, az_grid, u):
             phi = (a + b) / 2 + (b - a) / 2 * gx
             wt = gw * (b - a) / 2 / (2 * np.pi) * (1.0 if k == 2 else wu / 2)
-            if k == 2:
-                wp = np.stack([np.cos(phi), np.sin(phi)], axis=1)
-            else:
-                sn = math.sqrt(max(0.0, 1 - u * u))
-                wp = np.stack([sn * np.cos(phi), sn * np.sin(phi), np.full_like(phi, u)], axis=1)
+            wp = _circle_points(k, u)(phi)
             m, S = mom.get(c, (0.0, np.zeros((k, k))))
             mom[c] = (m + wt.sum(), S + np.einsum("n,ni,nj->ij", wt, wp, wp))
     op = np.zeros((k, k, k, k))
