@@ -24,6 +24,10 @@ CASES = {
     "pr-x2-centred": ("quad", "z**2 - 1", "square", 1, 0.05),
     # a custom activation with a non-zero second Hermite coefficient
     "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1, 1.0),
+    # two hard directions (k_H = 2): rotation-invariant and centred, a product, a bounded product's sign
+    "k2-sum": ("gelu", "z1**2 + z2**2 - 2", "square", 1, 1.0),
+    "k2-prod": ("gelu", "z1*z2", "square", 1, 1.0),
+    "k2-sign": ("gelu", "sign(z1*z2)", "logistic", 1, 1.0),
 }
 
 

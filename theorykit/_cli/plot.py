@@ -64,7 +64,7 @@ def add_parser(sub):
                    help="a vertical line for curve LABEL, e.g. gelu:delta_NN=8, or gelu:delta_NN>=24 for a lower "
                         "bound (repeatable)")
     s.add_argument("--predict", action="store_true",
-                   help="also the DMFT's finite-d prediction P(success at this d by the horizon), m = 1, 2 "
+                   help="also the DMFT's finite-d prediction P(success at this d by the horizon), any width "
                         "(theorykit.finite_d: a ladder of DMFT runs per delta; slow)")
     s.add_argument("--predict-deltas", default=None, help="comma-separated deltas of the prediction (default: "
                                                           "--deltas)")

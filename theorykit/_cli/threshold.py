@@ -80,14 +80,15 @@ def add_parser(sub):
     p.add_argument("--dyn-deltas", type=positive_float, nargs="+", default=None, dest="dyn_deltas", metavar="D",
                    help="the deltas of gamma(delta) (default: the scan's grid)")
     p.add_argument("--horizon", type=integer(1), default=None, metavar="T",
-                   help="with --d: GD at each d by this many steps (width 1 or 2): the midpoint delta_1/2(d, T) where "
+                   help="with --d: GD at each d by this many steps: the midpoint delta_1/2(d, T) where "
                         "P(capture) = 1/2 and the escape times t_1/2(delta, d) (docs/theory.md §5). Width 1 with a "
                         "link even along its hard direction and no --horizon-deltas: root finding in --delta-range "
                         "on the DMFT run from the median effective initial overlap (two runs per delta); otherwise a "
                         "capture ladder of nonlinear DMFT runs per delta and ray of initial-overlap directions")
     p.add_argument("--rays", type=integer(2, 64), default=None, metavar="K",
-                   help="with --horizon and --width 2: rays of initial-overlap directions per delta, on the circle's "
-                        "fundamental domain under the problem's symmetries (default 5)")
+                   help="with --horizon and --width >= 2: rays of initial-overlap directions per delta, on the "
+                        "fundamental domain of the circle (width 2) or the sphere (width >= 3) under the problem's "
+                        "symmetries (default 5)")
     p.add_argument("--horizon-deltas", type=positive_float, nargs="+", default=None, dest="horizon_deltas",
                    metavar="D", help="the deltas of the finite-d answers, from the capture ladder: P(capture) at each "
                    "(default: the midpoint alone by root finding where it applies, else the scan's grid)")
@@ -117,12 +118,8 @@ def run(args) -> dict:
     if args.horizon is not None:
         if not args.d:
             raise TheorykitError("argument --horizon: give the dimension(s) with --d D [D ...]")
-        if args.width > 2:
-            raise TheorykitError(f"argument --horizon: the finite-d answers are built for --width 1 and 2 (the "
-                                 f"capture region over the sphere of initial-overlap directions is not built for "
-                                 f"width {args.width})")
-        if args.rays is not None and args.width != 2:
-            raise TheorykitError("argument --rays: only with --width 2 (width 1 has the two signs)")
+        if args.rays is not None and args.width == 1:
+            raise TheorykitError("argument --rays: only with --width >= 2 (width 1 has the two signs)")
     elif args.horizon_deltas is not None or args.rays is not None:
         raise TheorykitError(f"argument {'--horizon-deltas' if args.rays is None else '--rays'}: only with "
                              "--horizon T")

@@ -109,8 +109,13 @@ def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0,
                     rho += (Rt @ K[b0:t].reshape((t - b0) * m, nj * N)).reshape(m, nj, N)
                 if m == 1:
                     Kt = rho * D[t, :, 0, 0].astype(dtype)[None, None, :]
-                else:
-                    Kt = np.einsum("nab,bjn->ajn", D[t].astype(dtype), rho)
+                else:  # Kt[a, j, n] = sum_b D^t[n, a, b] rho[b, j, n]: m^2 streaming multiply-adds (einsum is slow)
+                    Dt = D[t].astype(dtype)
+                    Kt = np.empty_like(rho)
+                    for a_ in range(m):
+                        Kt[a_] = Dt[None, :, a_, 0] * rho[0]
+                        for b_ in range(1, m):
+                            Kt[a_] += Dt[None, :, a_, b_] * rho[b_]
                 K[t] = Kt.reshape(m, nj * N)
                 if g0 == 0:
                     c0 = Kt[0, 0].astype(float) * zw  # per-path contributions to the drift of the first tangent

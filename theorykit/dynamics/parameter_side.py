@@ -38,15 +38,17 @@ class ParameterSide:
             eta, keep = self.etas[t - 1], 1.0 - self.etas[t - 1] * self.ridges[t - 1]
             if self.scale[t - 1] != 1.0:
                 eta, keep = eta * self.scale[t - 1], keep * self.scale[t - 1]
-            P[t] = keep * P[t - 1] - eta * np.einsum("sab,sbc->ac", Ru[t - 1, :t], P[:t])
+            P[t] = keep * P[t - 1] - eta * np.tensordot(Ru[t - 1, :t], P[:t], axes=([0, 2], [0, 1]))
             if t >= 2:
-                R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * np.einsum("pab,psbc->sac", Ru[t - 1, :t],
-                                                                            R[:t, :t - 1])
+                # sum_p R_u(t-1, p) R_theta(p, s): one BLAS product (a, (p b)) x ((p b), (s c)) -> (a, s, c)
+                RR = np.tensordot(Ru[t - 1, :t], R[:t, :t - 1], axes=([0, 2], [0, 2]))
+                R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * RR.transpose(1, 0, 2)
             R[t, t - 1] = -(eta / self.delta) * I
         # C_theta(t, s) for s <= t
-        row = np.einsum("ab,scb->sac", P[t] @ self.Sigma0, P[:t + 1])
+        row = np.tensordot(P[:t + 1], P[t] @ self.Sigma0, axes=([2], [1])).transpose(0, 2, 1)
         if t >= 1:
-            B = np.einsum("aij,abjk->bik", R[t, :t], Cu[:t, :t])  # sum_a R(t,a) C_u(a,b), b < t
-            row += self.delta * np.einsum("bik,sbjk->sij", B, R[:t + 1, :t])
+            # B(b) = sum_a R(t, a) C_u(a, b), b < t, as (i, b, k); then sum_b B(b) R(s, b)^T
+            B = np.tensordot(R[t, :t], Cu[:t, :t], axes=([0, 2], [0, 2]))
+            row = row + self.delta * np.tensordot(B, R[:t + 1, :t], axes=([1, 2], [1, 3])).transpose(1, 0, 2)
         C[t, :t + 1] = row
         C[:t + 1, t] = np.swapaxes(row, 1, 2)

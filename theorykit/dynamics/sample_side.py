@@ -306,7 +306,14 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             L[tm:tm + m, tm:tm + m] = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
             lam, V = np.linalg.eigh(S)
-            L[tm:tm + m, tm:tm + m] = np.linalg.cholesky((V * np.maximum(lam, jit)) @ V.T)
+            # eigenvalues clipped to a floor relative to the block's scale (clipping to jit alone can leave the
+            # rounded product not positive definite at width m >= 3)
+            floor = max(jit, 1e-12 * float(np.max(np.abs(lam))))
+            try:
+                L[tm:tm + m, tm:tm + m] = np.linalg.cholesky((V * np.maximum(lam, floor)) @ V.T + floor * np.eye(m))
+            except np.linalg.LinAlgError:  # not a covariance any more (overflowed history): the run has diverged
+                diverged = t
+                break
             repairs += 1
         # ---- sample side: w^t = sum_{s<=t} L(t, s) xi^s and the memory term sum_{s<t} R_theta(t, s) u^s
         Av = A[:, :(t + 1) * 2 * m].reshape(2 * m, t + 1, 2 * m)

@@ -208,13 +208,8 @@ def outlier(law: SpectralLaw, delta: float) -> SpectralPrediction:
                                   law.method, tuple(notes))
     # outlier: root of the margin (same root as psi - phi, which increases on (lam_bar, inf)); margin(inf) = -1
     scale = max(lam_bar, abs(law.tau), 1e-300)
-    step = scale
-    for _ in range(200):
-        if law.margin(lam_bar + step, delta) < 0:
-            break
-        step *= 2
-    else:
-        raise TheorykitError("spectral: could not bracket the outlier (phi > psi up to lam = 1e60 * scale)")
+    step = negative_step(lambda lam: law.margin(lam, delta), lam_bar, scale,
+                         "spectral: could not bracket the outlier (phi > psi up to lam = 1e60 * scale)")
     lo = lam_bar
     if not math.isfinite(m):  # phi infinite at the edge: step in from the pole until the margin is finite
         lo = lam_bar + step
@@ -235,9 +230,25 @@ def outlier(law: SpectralLaw, delta: float) -> SpectralPrediction:
                               law.method, tuple(notes))
 
 
+def negative_step(margin, lam_bar: float, scale: float, failure: str) -> float:
+    """The first step = scale * 2^j (j = 0 .. 199) with margin(lam_bar + step) < 0: the right end of the bracket
+    (lam_bar, lam_bar + step] of an outlier, whose margin decreases to -1 at infinity.  TheorykitError(failure)
+    when there is none."""
+    step = scale
+    for _ in range(200):
+        if margin(lam_bar + step) < 0:
+            return step
+        step *= 2
+    raise TheorykitError(failure)
+
+
 # --------------------------------------------------------------------------------- laws from (link, T, delta)
-def _check_delta(delta) -> float:
+def check_delta(delta) -> float:
+    """delta as a positive finite float, or a one-line TheorykitError."""
     return check_number("delta", delta, lambda v: v > 0, "a positive finite number")
+
+
+_check_delta = check_delta  # the name used inside this module
 
 
 def _single_index(spec) -> Link:

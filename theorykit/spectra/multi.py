@@ -32,8 +32,7 @@ from scipy import optimize
 
 from ..errors import TheorykitError
 from ..symbolic.ingredients import link as make_link, preprocessing as make_preprocessing
-from .._checks import check_number
-from .classic import SpectralLaw, bulk_edge
+from .classic import SpectralLaw, bulk_edge, check_delta as _check_delta, negative_step
 
 __all__ = ["MultiSpectralLaw", "MultiSpectralPrediction", "multi_spectral_law", "multi_outliers",
            "multi_spectral_prediction", "multi_spectral_thresholds"]
@@ -66,10 +65,6 @@ class MultiSpectralLaw:
         """Phi'(lam) = -E[Z^2 zz^T/(lam - Z)^2]."""
         r = self._r(lam)
         return -np.einsum("n,nij->ij", self.weights * self.Z ** 2 * r * r, self.zz)
-
-
-def _check_delta(delta) -> float:
-    return check_number("delta", delta, lambda v: v > 0, "a positive finite number")
 
 
 def multi_spectral_law(link, T, delta, level: int = 0) -> MultiSpectralLaw:
@@ -151,13 +146,7 @@ def multi_outliers(law: MultiSpectralLaw, delta: float) -> MultiSpectralPredicti
 
         def f(lam, j=j):
             return _eig_desc(law.margin_matrix(lam, delta))[0][j]
-        step = scale
-        for _ in range(200):
-            if f(lam_bar + step) < 0:
-                break
-            step *= 2
-        else:
-            raise TheorykitError("multi-index spectral: could not bracket an outlier")
+        step = negative_step(f, lam_bar, scale, "multi-index spectral: could not bracket an outlier")
         lam_star = float(optimize.brentq(f, lam_bar, lam_bar + step, xtol=1e-14 * scale,
                                          rtol=4 * np.finfo(float).eps, maxiter=500))
         u = _eig_desc(law.margin_matrix(lam_star, delta))[1][:, j]

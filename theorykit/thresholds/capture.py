@@ -34,6 +34,7 @@ from ..dynamics.hard_process import hard_subspace_basis
 from ..dynamics.solver import HARD_RELIABLE_RSE
 from ..errors import DivergenceError, TheorykitError
 from ..rules import crossing, crossing_index, first_passage, interpolation_error, secant_root
+from .directions import anchor_directions, neuron_classes
 
 #: capture_threshold flags its m* as noise-limited when M_T along e has a larger relative s.e. at a bracket end
 CAPTURE_NOISE_RSE = 0.25
@@ -212,7 +213,8 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
 LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
 
 
-def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, **dmft_options) -> CaptureCurve:
+def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0, on_solve=None,
+                  **dmft_options) -> CaptureCurve:
     """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
     the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
     of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
@@ -225,8 +227,11 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, *
     problem: a :class:`theorykit.Problem` with constant steps and no M0; ``dmft_options``: paths, replicas,
     seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
     ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT replica's own M and
-    C_theta: growth_rate's standard error), "method"}.  on_solve: called after each rung's solve (a progress
-    bar's hook)."""
+    C_theta: growth_rate's standard error), "method"}.  refine: after the ladder, that many more rungs, each the
+    geometric midpoint of the bracket where cos^2(T) crosses 1/2 (a bisection for m*(T); the new rungs join the
+    ladder, so m*(t) is finest at t = T); with refine > 0 the top rung runs first, and where it never reaches
+    cos^2 = 1/2 up to T the ray is not laddered further (a smaller overlap along it is taken not to capture
+    either).  on_solve: called after each rung's solve (a progress bar's hook)."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -261,31 +266,51 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, on_solve=None, *
         raise TheorykitError(f"m0s must be a list of numbers in (0, 1), got {m0s!r}") from None
     if len(m0s) < 2 or not np.all((m0s > 0) & (m0s < 1)) or len(set(m0s)) != len(m0s):
         raise TheorykitError(f"m0s must be >= 2 distinct numbers in (0, 1), got {list(m0s)}")
+    rungs = len(m0s)
+    refine = check_int("refine", refine, 0, 20)
     # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
     opts = {"bias_check": False, "hard_process": False, **dmft_options}
-    cos2 = np.full((len(m0s), T + 1), np.nan)
-    rep = None  # (replicas, rungs, T+1): each replica's own cos^2 (its own M and C_theta)
-    for i, m0 in enumerate(m0s):
+    runs: dict[float, tuple] = {}  # m0 -> (cos^2 (T+1,), each replica's own cos^2 (R, T+1))
+
+    def run(m0: float) -> None:
         r = dmft(problem.replace(steps=T, M0=(m0 * np.outer(e, u)).tolist()), **opts)
         S = len(r.test_loss)
-        cos2[i, :S] = overlap_cos2(r.M, r.C_theta_tt, e)
+        c = np.full(T + 1, np.nan)
+        c[:S] = overlap_cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
             # a diverged result has diverged_at; every solve has per_replica
             raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]
         c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]  # (R, S)
-        if rep is None:
-            rep = np.full((len(c_rep), len(m0s), T + 1), np.nan)
-        rep[:, i, :S] = c_rep
+        rr = np.full((len(c_rep), T + 1), np.nan)
+        rr[:, :S] = c_rep
+        runs[float(m0)] = (c, rr)
         if on_solve is not None:
             on_solve()
+
+    order = list(m0s[::-1]) if refine else list(m0s)
+    run(float(order[0]))
+    if not (refine and np.nanmax(runs[float(order[0])][0]) < 0.5):
+        for m0 in order[1:]:
+            run(float(m0))
+    for _ in range(refine):  # bisection of the bracket of cos^2(T) = 1/2 in ln m0
+        xs = sorted(runs)
+        above = [i for i, x in enumerate(xs) if runs[x][0][T] >= 0.5]
+        if not above or above[0] == 0:
+            break  # m*(T) is outside the ladder: nothing to refine
+        j = above[0]
+        run(math.sqrt(xs[j - 1] * xs[j]))
+    m0s = np.asarray(sorted(runs))
+    cos2 = np.stack([runs[x][0] for x in m0s])
+    rep = np.stack([runs[x][1] for x in m0s], axis=1)  # (replicas, rungs, T+1)
     lm = np.log(m0s)
+    added = (f" and {len(m0s) - rungs} bisection rung(s) for cos^2(T) = 1/2" if len(m0s) > rungs else
+             " (only the top rung run: it never captures)" if len(m0s) == 1 < rungs else "")
     return CaptureCurve(t=tuple(range(T + 1)), m_star=tuple(_m_star(cos2, lm)), m0s=tuple(m0s.tolist()), cos2=cos2,
-                        # rep is set: the ladder has >= 2 rungs
-                        m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),  # type: ignore[union-attr]
+                        m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),
                         direction=tuple(u.tolist()),
                         method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on a ladder of "
-                               f"{len(m0s)} m0 in [{m0s[0]:g}, {m0s[-1]:g}], one run each to T = {T}; m*(t) by "
+                               f"{rungs} m0 in [{m0s[0]:g}, {m0s[-1]:g}]{added}, one run each to T = {T}; m*(t) by "
                                "geometric interpolation of cos^2(t) = 1/2 between rungs")
 
 
@@ -347,6 +372,17 @@ def growth_rate(curve: CaptureCurve, t_range) -> GrowthRate:
 #: the finite-d ladder of initial hard overlaps (geometric; the 1/sqrt(d) scale of a random start lies inside for
 #: d in 10 .. 10^5, and adjacent rungs are a factor 1.45 apart, so the interpolated m* is close to a bisection's)
 FINITE_D_LADDER = (2e-3, 0.5, 16)
+#: at width m >= 3 (several anchors, each run costs more): a coarse ladder (rungs a factor 3 apart) and
+#: FINITE_D_WIDE_REFINE bisection rungs where cos^2(horizon) crosses 1/2 (a factor 1.3 there)
+FINITE_D_WIDE_LADDER, FINITE_D_WIDE_REFINE = (2e-3, 0.5, 6), 2
+#: at width m >= 3 (a smooth network) every DMFT run uses direct Jacobian responses: with Stein's responses, the
+#: default where the whole batch's Jacobians do not fit, the capture run from M0 = 0.1 (e1 - e3)/sqrt 2 at width 4,
+#: a = +-1, delta = 10 overfits (C_theta(150) = 19 at 16384 paths, 5 at 65536) where direct Jacobians on 16384 paths
+#: give 3.3-4.4 and GD at d = 1600 gives 3.8-5.3; with 4096 paths even direct Jacobians let replicas blow up
+FINITE_D_WIDE_RESPONSE = "direct"
+#: the V_eff run goes first to min(horizon, FINITE_D_VEFF_FIRST) steps (the same random numbers as a run to the
+#: horizon), and to the horizon only when V_eff is still known to 5% at its end (t_match is usually earlier)
+FINITE_D_VEFF_FIRST = 48
 #: finite_d's root finding stops when the bracket of P(capture) = 1/2 is narrower than this fraction of delta
 FINITE_D_REFINE_TOL = 0.01
 #: replicas' relative spread of m*(horizon) above which a delta's prediction is flagged noise-limited
@@ -355,7 +391,7 @@ FINITE_D_NOISE_RSE = 0.25
 
 @dataclass(frozen=True)
 class FiniteD:
-    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; m = 1, 2): for each delta and d, the
+    """Finite-d answers from the DMFT (docs/theory.md §5, "At your d and horizon"; any width): for each delta and d, the
     probability that GD at dimension d has captured the hard direction (cos^2 > 1/2) by time t, for every t up to the
     horizon, with its band; the midpoint delta_1/2(d, horizon) and the escape time t_1/2(delta, d) read off it.
 
@@ -460,21 +496,34 @@ def _ray_star(curve: CaptureCurve, t: int) -> tuple:
 
 
 def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_se: np.ndarray, t_match: int,
-                           d: int) -> tuple:
+                           d: int, classes: Optional[tuple] = None) -> tuple:
     """(P, low, high) over t from the capture ladders of the rays (docs/theory.md §3.2 and §5, the matched prediction
     with the horizon t).  The effective initial overlap vector is mu_eff = B g / sqrt(d), g ~ N(0, I_m), B B^T =
     V = V_eff(min(t, t_match)); it is captured by t iff its length exceeds m*(t) on its ray.  With g = rho w (w
     uniform on the sphere, rho^2 ~ chi2_m): P(t) = mean over w of P(chi2_m > d m*(t; B w)^2 / |B w|^2), over w =
     +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; the capture strength
     1/m* interpolated linearly in the angle between the rays and their images under the symmetries, 0 on a ray that
-    never captures).  The band takes every ray's
+    never captures), or m >= 3: SPHERE_POINTS scrambled-Sobol' directions, the strength interpolated from the rays
+    (anchors: each curve's ``direction``) piecewise linearly on the cones of the hull of their orbit images
+    (:class:`theorykit.thresholds.directions.ConeInterpolant`; inverse-distance weighting,
+    :func:`~theorykit.thresholds.directions.interpolate_strength`, where the hull cannot be built) under the group of
+    ``flip`` and ``classes`` (the exchangeable neurons; default: none).  The band takes every ray's
     smallest and largest m*(t) over the replicas and V scaled by 1 -+ 2 relative standard errors (Frobenius)."""
     from scipy.stats import chi2
+
+    from .directions import ConeInterpolant, interpolate_strength, sphere_directions
 
     rays = [(float(a), c) for a, c in rays]
     m = V.shape[-1]
     T = np.asarray(rays[0][1].cos2).shape[1] - 1
-    psi = np.array([0.0, math.pi]) if m == 1 else np.linspace(0, 2 * math.pi, _CIRCLE_POINTS, endpoint=False)
+    if m >= 3:
+        group: tuple = tuple((j,) for j in range(m)) if classes is None else classes
+        anchors = np.asarray([c.direction for _, c in rays], dtype=float)
+        W = sphere_directions(m)
+        cone = ConeInterpolant(anchors, flip, group)
+        at_k: dict = {}  # k -> the cone coordinates of the directions Bw/|Bw| (B changes only up to t_match)
+    else:
+        psi = np.array([0.0, math.pi]) if m == 1 else np.linspace(0, 2 * math.pi, _CIRCLE_POINTS, endpoint=False)
     P, lo, hi = np.zeros(T + 1), np.zeros(T + 1), np.zeros(T + 1)
     for t in range(T + 1):
         k = min(t, t_match)
@@ -485,20 +534,33 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
             continue
         rse = float(np.linalg.norm(V_se[k]) / np.linalg.norm(Vk))
         B = Q * np.sqrt(lam)
-        w = np.cos(psi)[:, None] if m == 1 else np.column_stack([np.cos(psi), np.sin(psi)])
+        if m >= 3:
+            w = W
+        else:
+            w = np.cos(psi)[:, None] if m == 1 else np.column_stack([np.cos(psi), np.sin(psi)])
         Bw = w @ B.T
         scale2 = (Bw ** 2).sum(1)
-        phi = np.where(Bw[:, 0] >= 0, 0.0, math.pi) if m == 1 else np.arctan2(Bw[:, 1], Bw[:, 0]) % (2 * math.pi)
+        if m >= 3:
+            q = Bw / np.sqrt(scale2)[:, None]
+            if cone.ok and k not in at_k:
+                at_k[k] = cone.coordinates(q)
+        else:
+            phi = np.where(Bw[:, 0] >= 0, 0.0, math.pi) if m == 1 else np.arctan2(Bw[:, 1], Bw[:, 0]) % (2 * math.pi)
         stars = [_ray_star(c, t) for _, c in rays]
         out = []
         for which, fac in ((0, 1.0), (2, max(1.0 - 2 * rse, 1e-12)), (1, 1.0 + 2 * rse)):
-            xs, ys = [], []
-            for (angle, _), st in zip(rays, stars):
-                for a in _orbit(angle, flip, swap):
-                    xs.append(a)
-                    ys.append(st[which])
-            order = np.argsort(xs)
-            strength = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
+            if m >= 3:
+                ss = [st[which] for st in stars]
+                strength = (ConeInterpolant.evaluate(at_k[k], ss) if cone.ok else
+                            interpolate_strength(q, anchors, ss, flip, group))
+            else:
+                xs, ys = [], []
+                for (angle, _), st in zip(rays, stars):
+                    for a in _orbit(angle, flip, swap):
+                        xs.append(a)
+                        ys.append(st[which])
+                order = np.argsort(xs)
+                strength = np.interp(phi, np.asarray(xs)[order], np.asarray(ys)[order], period=2 * math.pi)
             with np.errstate(divide="ignore"):
                 r2 = np.where(strength >= _S_ALWAYS * (1 - 1e-9), 0.0, 1.0 / strength ** 2)
             out.append(float(np.mean(chi2.sf(d * r2 / (fac * scale2), m))))
@@ -529,8 +591,8 @@ def matching_time(V: np.ndarray, V_se: np.ndarray, rse: float = HARD_RELIABLE_RS
     return max(int(bad[0]) - 1, 0) if bad.size else len(den) - 1
 
 
-def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: bool, swap: bool, opts: dict,
-                 tick) -> tuple:
+def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym: tuple, ladder_refine: int,
+                 ladder_paths: int, opts: dict, tick) -> tuple:
     """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
     error in info when the DMFT diverges)."""
     pr = problem.replace(delta=dl, steps=H)
@@ -538,16 +600,20 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: boo
                             "m_star": None, "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
     P, LO, HI = (np.full((len(dims), H + 1), np.nan) for _ in range(3))
     try:
-        r = dmft(pr, bias_check=False, **opts)
+        T1 = min(H, FINITE_D_VEFF_FIRST)
+        r = dmft(pr.replace(steps=T1), bias_check=False, horizon=H, **opts)
+        if r.status == "ok" and T1 < H and matching_time(np.asarray(r.V_eff, dtype=float),
+                                                         np.asarray(r.stderr["V_eff"], dtype=float)) >= T1:
+            r = dmft(pr, bias_check=False, **opts)  # V_eff is still reliable at T1: the run to the horizon
+            T1 = H
         if tick:
             tick()
         if r.status != "ok":
-            raise DivergenceError(f"the DMFT did not reach t = {H} "
+            raise DivergenceError(f"the DMFT did not reach t = {T1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
-        curves = []
-        for ang in angles:
-            u = [math.cos(ang)] if problem.m == 1 else [math.cos(ang), math.sin(ang)]
-            curves.append((ang, capture_curve(pr, H, m0s, direction=u, on_solve=tick, **opts)))
+        lopts = dict(opts, paths=ladder_paths)
+        curves = [(ang, capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick, **lopts))
+                  for ang, u in rays_u]
     except DivergenceError as err:
         info["error"] = str(err).splitlines()[0]
         return info, P, LO, HI
@@ -566,15 +632,17 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, angles, m0s, flip: boo
                 v_stderr=float(V_se[tm, 0, 0]) if problem.m == 1 else math.nan, V=V[tm].tolist(),
                 t_match=tm, m_star=ray_info[0]["m_star"], rays=ray_info, m_star_spread=spread,
                 noise_limited=bool(spread > FINITE_D_NOISE_RSE) if math.isfinite(spread) else None)
+    flip, swap, classes = sym
     for j, d in enumerate(dims):
-        P[j], LO[j], HI[j] = capture_probabilities(curves, flip, swap, V, V_se, tm, d)
+        P[j], LO[j], HI[j] = capture_probabilities(curves, flip, swap, V, V_se, tm, d, classes=classes)
     return info, P, LO, HI
 
 
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
              replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
-             rays: int = FINITE_D_RAYS, refine: int = 3, progress: bool = False) -> FiniteD:
-    """What GD at dimension d does by a horizon, from the DMFT (width m = 1 or 2).
+             rays: int = FINITE_D_RAYS, refine: int = 3, ladder_refine: Optional[int] = None,
+             ladder_paths: Optional[int] = None, progress: bool = False) -> FiniteD:
+    """What GD at dimension d does by a horizon, from the DMFT (any width m).
 
     P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d); for m = 1,
     P(chi2_1 > d m*(t)^2 / v_eff) (docs/theory.md §5, "At your d and horizon", and the matched prediction of
@@ -585,7 +653,11 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     each ray u of initial-overlap directions a ladder of nonlinear DMFT runs from M0 = m0 e u^T (``m0s``, default
     FINITE_D_LADDER), each to ``horizon`` (:func:`theorykit.thresholds.capture_curve`: m*(t; u) for every t at once).
     m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
-    circle under the problem's symmetries (:func:`symmetries`).  Then for every d of ``ds`` and t <= horizon
+    circle under the problem's symmetries (:func:`symmetries`).  m >= 3: ``rays`` anchor directions spread over the
+    sphere's fundamental domain under the flip and the exchange of equal neurons
+    (:func:`theorykit.thresholds.directions.anchor_directions`), each with a coarse ladder (FINITE_D_WIDE_LADDER)
+    refined by ``ladder_refine`` bisection rungs at the horizon, the capture strength 1/m* interpolated between
+    them.  Then for every d of ``ds`` and t <= horizon
     P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
     where P crosses 1/2 along the deltas, found by root finding (``refine``; band: where the band's ends cross, widened
     by the last bracket's interpolation error, :func:`theorykit.rules.interpolation_error`), and the escape time
@@ -595,7 +667,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     Parameters
     ----------
     problem : Problem
-        A :class:`theorykit.Problem` with m <= 2, constant steps, no M0 (its delta and steps are replaced).
+        A :class:`theorykit.Problem` with constant steps, no M0 (its delta and steps are replaced).
     deltas : sequence of float
         The sample ratios.
     ds : sequence of int
@@ -605,9 +677,14 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     paths, replicas, seed : int
         The DMFT's.
     m0s : sequence of float, optional
-        The ladder of initial overlaps (default FINITE_D_LADDER).
+        The ladder of initial overlaps (default FINITE_D_LADDER; m >= 3: FINITE_D_WIDE_LADDER).
     rays : int
-        Directions for m = 2 (>= 2).
+        Directions for m >= 2 (>= 2): rays on the circle (m = 2) or anchors on the sphere (m >= 3).
+    ladder_refine : int, optional
+        Bisection rungs per ladder where cos^2(horizon) crosses 1/2 (default 0 for m <= 2, FINITE_D_WIDE_REFINE
+        for m >= 3).
+    ladder_paths : int, optional
+        Paths of the ladders' DMFT runs (default ``paths``).
     refine : int
         Root-finding steps per d after the grid (0..20): a safeguarded secant on P(capture by the horizon) = 1/2 in
         the grid's bracket, each step a new delta (its DMFT and ladder), until the bracket is narrower than
@@ -624,8 +701,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     Raises
     ------
     TheorykitError
-        Not a Problem; width m >= 3; a schedule or an M0; a link with no hard direction; bad deltas, ds, horizon or
-        rays.
+        Not a Problem; a schedule or an M0; a link with no hard direction; bad deltas, ds, horizon or rays.
 
     Examples
     --------
@@ -639,9 +715,6 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
 
     if not isinstance(problem, Problem):
         raise TheorykitError(f"finite_d takes a theorykit.Problem, got {type(problem).__name__}")
-    if problem.m > 2:
-        raise TheorykitError(f"the finite-d prediction is built for width m = 1 and 2 (got m = {problem.m}): the "
-                             "capture region over the sphere of initial-overlap directions is not built for m >= 3")
     if problem.schedule is not None or problem.M0 is not None:
         raise TheorykitError("finite_d needs constant-step GD from a random start (a Problem with eta, without M0)")
     if hard_subspace_basis(problem.link_obj).shape[1] == 0:
@@ -651,21 +724,35 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     H = check_int("horizon", horizon, 1)
     rays = check_int("rays", rays, 2)
     refine = check_int("refine", refine, 0, 20)
+    wide = problem.m >= 3
+    if ladder_refine is None:
+        ladder_refine = FINITE_D_WIDE_REFINE if wide else 0
+    ladder_refine = check_int("ladder_refine", ladder_refine, 0, 20)
+    if ladder_paths is None:
+        ladder_paths = paths
     if m0s is None:
-        lo_, hi_, k_ = FINITE_D_LADDER
+        lo_, hi_, k_ = FINITE_D_WIDE_LADDER if wide else FINITE_D_LADDER
         m0s = np.geomspace(lo_, hi_, k_)
     rungs = len(list(m0s))
     flip, swap = symmetries(problem)
-    angles = ray_angles(problem.m, flip, swap, rays)
-    bar = (Progress((len(grid) + refine * len(dims)) * (len(angles) * rungs + 1), label="finite-d prediction",
-                    unit="DMFT solves") if progress else None)
+    classes = neuron_classes(problem)
+    if wide:
+        rays_u = [(float(i), u.tolist()) for i, u in enumerate(anchor_directions(problem.m, flip, classes, rays))]
+    else:
+        rays_u = [(float(a), [math.cos(a)] if problem.m == 1 else [math.cos(a), math.sin(a)])
+                  for a in ray_angles(problem.m, flip, swap, rays)]
+    bar = (Progress((len(grid) + refine * len(dims)) * (len(rays_u) * (rungs + ladder_refine) + 1),
+                    label="finite-d prediction", unit="DMFT solves") if progress else None)
     tick = bar.tick if bar else None
 
     opts: dict[str, Any] = dict(paths=paths, replicas=replicas, seed=seed)
+    if wide and not problem.network.kinked:
+        opts["response"] = FINITE_D_WIDE_RESPONSE
     at: dict[float, tuple] = {}  # delta -> (info, P, LO, HI), each (len(dims), H + 1)
 
     def solve(dl: float) -> None:
-        at[dl] = _finite_d_at(problem, dl, H, dims, angles, m0s, flip, swap, opts, tick)
+        at[dl] = _finite_d_at(problem, dl, H, dims, rays_u, m0s, (flip, swap, classes), ladder_refine, ladder_paths,
+                              opts, tick)
 
     try:
         for dl in grid:
@@ -714,11 +801,18 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
             t, early, late = (first_passage(arr[i, j]) for arr in (P, HI, LO))
             esc.append({"delta": deltas[i], "d": d, "t": t, "band": [early, late],
                         "note": "" if t is not None else f"P(capture) < 1/2 up to the horizon {H}"})
-    sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", swap)) if on) or "none"
+    exchange = swap or (wide and any(len(c) > 1 for c in classes))
+    sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", exchange)) if on) or "none"
     method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
-              f"directions ({len(angles)} ray(s); symmetries used: {sym}) a ladder of {rungs} nonlinear DMFT runs "
-              f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric) to t = {H}, m*(t; u) "
-              f"by geometric interpolation of cos^2 = 1/2; {paths} paths in {replicas} replicas, seed {seed}; "
+              f"directions ({len(rays_u)} ray(s); symmetries used: {sym}) a ladder of {rungs} nonlinear DMFT runs "
+              f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric"
+              + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "")
+              + f") to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
+              + ("; the capture strength 1/m* interpolated between the anchor rays on the sphere by inverse-distance "
+                 "weighting in the orbit distance" if wide else "")
+              + f"; {paths} paths in {replicas} replicas"
+              + (f" ({ladder_paths} for the ladders)" if ladder_paths != paths else "")
+              + (f", {opts['response']} responses" if "response" in opts else "") + f", seed {seed}; "
               "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
               "t_match = the last t with V_eff known to 5% (docs/theory.md §3.2, §5; m = 1: "
               "P(chi2_1 > d m*^2 / v_eff)); band: "

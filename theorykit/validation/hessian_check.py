@@ -52,6 +52,11 @@ SPECTRUM_CASES = [
     ("bounded-m2", 12.0, 50),
 ]
 QUICK_CASES = [("bounded", 9.0, 50), ("pr-gelu", 10.0, 0), ("pr-relu", 10.0, 0), ("pr-gelu-m2", 40.0, 0)]
+#: Part A with two hard directions (k_H = 2; ``--set k2``, tables/hessian_vs_finite_d_k2)
+K2_SPECTRUM_CASES = [("k2-sum", 20.0, 0), ("k2-sum", 20.0, 50), ("k2-prod", 20.0, 0), ("k2-prod", 40.0, 50),
+                     ("k2-sign", 10.0, 0), ("k2-sign", 15.0, 50)]
+#: Part B with k_H = 2
+K2_THRESHOLD_CASES = [("k2-sum", 0, (4.0, 5.0, 6.0, 7.0, 8.0, 10.0)), ("k2-sign", 0, (3.0, 4.0, 4.5, 5.0, 5.5, 7.0))]
 #: Part B: (setting, t, delta grid)
 THRESHOLD_CASES = [("bounded", 0, (4.0, 5.0, 6.0, 7.0, 8.0, 9.0)), ("bounded", 50, (7.0, 8.0, 9.0, 10.0, 12.0, 14.0)),
                    ("pr-gelu", 0, (8.0, 9.0, 10.0, 11.0, 12.0, 14.0))]
@@ -386,11 +391,16 @@ def main(argv=None, *, prog=None, root=None):
     ap.add_argument("--paths", type=int, default=65536, help="DMFT paths (default 65536)")
     ap.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--parts", default="AB", help="which parts (default AB)")
+    ap.add_argument("--set", default="main", choices=("main", "k2"), dest="case_set",
+                    help="main: the table's cases; k2: two hard directions (default table "
+                         "tables/hessian_vs_finite_d_k2)")
     ap.add_argument("--out", default=None, help="table stem (default tables/hessian_vs_finite_d)")
     ap.add_argument("--cache", default=None, help="folder of the resumable finite-d rows (default tables/.cache)")
     args = ap.parse_args(argv)
     root = root or os.getcwd()
-    stem = args.out or os.path.join(root, "tables", "hessian_vs_finite_d" + ("_quick" if args.quick else ""))
+    k2 = args.case_set == "k2"
+    stem = args.out or os.path.join(root, "tables", "hessian_vs_finite_d" + ("_quick" if args.quick else "")
+                                    + ("_k2" if k2 else ""))
     args.cache = args.cache or os.path.join(root, "tables", ".cache" + ("_quick" if args.quick else ""))
     os.makedirs(args.cache, exist_ok=True)
     started, t0 = now(), time.time()
@@ -398,9 +408,10 @@ def main(argv=None, *, prog=None, root=None):
     if args.quick:
         args.seeds = 2
     if "A" in args.parts:
-        part_a(args, rows, md, QUICK_CASES if args.quick else SPECTRUM_CASES)
+        part_a(args, rows, md, K2_SPECTRUM_CASES if k2 else QUICK_CASES if args.quick else SPECTRUM_CASES)
     if "B" in args.parts and not args.quick:
-        part_b(args, rows, md, THRESHOLD_CASES)
+        part_b(args, rows, md, K2_THRESHOLD_CASES if k2 else THRESHOLD_CASES)
+    used = {r.get("setting") for r in rows}
     cols = sorted({k for r in rows for k in r}, key=lambda k: (k != "part", k))
     flat = [{k: (str(v) if isinstance(v, (list, tuple)) else v) for k, v in r.items()} for r in rows]
     write_table(stem, flat, cols, md, title="The Hessian at time t: theory (sample law and DMFT law) vs finite-d "
@@ -411,5 +422,5 @@ def main(argv=None, *, prog=None, root=None):
                 header=[f"Finite-d: constrained GD (hard subspace projected out) at d = {args.d}, {args.seeds} seeds; "
                         f"DMFT: {args.paths} paths.  Settings: "
                         + "; ".join(f"{k} = {v[0]}, {v[1]}, {v[2]} loss, m = {v[3]}, eta = {v[4]}"
-                                    for k, v in SETTINGS.items()) + ".\n"])
+                                    for k, v in SETTINGS.items() if k in used) + ".\n"])
     return rows

@@ -1,0 +1,205 @@
+"""Width m >= 3 at finite d (issue 30 point 4; docs/theory.md §5, "Any width"): the symmetry group of the initial
+overlap directions (flip, exchange of equal neurons), the orbit distance, the anchors, the interpolated capture
+strength, and the matched probability built from them.  The comparison with GD at m = 4 is
+tables/finite_d_wide.md."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+import theorykit as tk
+from theorykit.thresholds.capture import CaptureCurve, capture_curve, capture_probabilities
+from theorykit.thresholds.directions import (ConeInterpolant, anchor_directions, interpolate_strength,
+                                             neuron_classes, orbit_cos, orbit_images, sphere_directions)
+
+
+def _group(m, flip, classes):
+    """Every element of the group as (sign, permutation): brute force."""
+    perms = [list(range(m))]
+    for cls in classes:
+        new = []
+        for p in perms:
+            for q in itertools.permutations(cls):
+                r = list(p)
+                for src, dst in zip(cls, q):
+                    r[src] = p[dst]
+                new.append(r)
+        perms = new
+    return [(s, p) for s in ((1.0, -1.0) if flip else (1.0,)) for p in perms]
+
+
+def test_neuron_classes():
+    pm = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=4.0, eta=1.0, steps=5)
+    assert neuron_classes(pm) == ((0, 2), (1, 3))
+    eq = tk.Problem("gelu", "phase-retrieval", width=3, delta=4.0, eta=1.0, steps=5)
+    assert neuron_classes(eq) == ((0, 1, 2),)
+    # a Sigma_0 that tells neuron 2 apart splits the class; different biases too
+    S = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
+    assert neuron_classes(eq.replace(Sigma0=S)) == ((0, 1), (2,))
+    assert neuron_classes(eq.replace(b=[0.0, 0.5, 0.0])) == ((0, 2), (1,))
+
+
+@pytest.mark.parametrize("flip,classes", [(True, ((0, 2), (1, 3))), (False, ((0, 1, 2, 3),)),
+                                          (True, ((0,), (1, 2), (3,)))])
+def test_orbit_cos_is_the_maximum_over_the_group(flip, classes):
+    """The sort formula (rearrangement inequality) equals the brute-force maximum of q . g a over the group."""
+    rng = np.random.default_rng(3)
+    Q = rng.standard_normal((20, 4))
+    A = rng.standard_normal((5, 4))
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    A /= np.linalg.norm(A, axis=1, keepdims=True)
+    brute = np.array([[max(s * q[p] @ a for s, p in _group(4, flip, classes)) for a in A] for q in Q])
+    assert np.allclose(orbit_cos(Q, A, flip, classes), brute, atol=1e-13)
+
+
+def test_anchors_start_with_the_symmetric_directions_and_are_distinct_orbits():
+    classes = ((0, 2), (1, 3))
+    A = anchor_directions(4, True, classes, 8)
+    assert A.shape == (8, 4) and np.allclose(np.linalg.norm(A, axis=1), 1.0)
+    r = math.sqrt(0.5)
+    want = [[1, 0, 0, 0], [0, 1, 0, 0], [r, 0, -r, 0], [0, r, 0, -r], [0.5] * 4, [r, 0, r, 0], [0, r, 0, r]]
+    assert np.allclose(A[:7], want)  # one neuron; a pair with opposite overlaps; all alike; a class alike
+    c = orbit_cos(A, A, True, classes)
+    assert np.all(c[~np.eye(8, dtype=bool)] < 1 - 1e-6)  # no two anchors on one orbit
+
+
+def test_interpolated_strength_is_exact_on_every_orbit_image_and_bounded():
+    classes, flip = ((0, 2), (1, 3)), True
+    A = anchor_directions(4, flip, classes, 9)
+    K = len(A)
+    s = np.arange(K, dtype=float)[::-1] * 0.7
+    imgs = np.array([[sg * a[p] for sg, p in _group(4, flip, classes)] for a in A])  # (K, |G|, 4)
+    for k in range(K):
+        assert np.allclose(interpolate_strength(imgs[k], A, s, flip, classes), s[k])
+    W = sphere_directions(4)
+    v = interpolate_strength(W, A, s, flip, classes)
+    assert np.all((v >= s.min() - 1e-12) & (v <= s.max() + 1e-12))
+    assert np.allclose(interpolate_strength(W, A, np.full(K, 2.5), flip, classes), 2.5)
+
+
+def _curve(direction, r):
+    cos2 = np.array([[0.1], [0.9]])
+    return CaptureCurve(t=(0,), m_star=(r,), m0s=(0.001, 0.9), cos2=cos2, m_star_replicas=((r,),),
+                        direction=tuple(direction))
+
+
+def test_width_three_isotropic_is_chi2_3():
+    """V = v I and the same m* on every anchor: P = P(chi2_3 > d m*^2 / v) exactly (the direction average of a
+    constant)."""
+    classes = ((0, 1, 2),)
+    A = anchor_directions(3, True, classes, 4)
+    V = 1.3 * np.eye(3)[None]
+    P, lo, hi = capture_probabilities([(float(i), _curve(a, 0.1)) for i, a in enumerate(A)], True, False, V, 0 * V, 0,
+                                      500, classes=classes)
+    assert P[0] == pytest.approx(chi2.sf(500 * 0.01 / 1.3, 3), rel=1e-12) and lo[0] <= P[0] <= hi[0]
+
+
+def test_width_four_against_sampling():
+    """m = 4, an anisotropic V_eff and an m* that depends on the direction through an invariant of the group (the
+    largest |u_j| of the a = +1 neurons): P from interpolated anchors against the fraction of sampled
+    mu_eff ~ N(0, V / d) beyond the exact m*(their direction).  What is tested: the sphere average, the orbit
+    images and the interpolation, whose error falls as anchors are added (0.046 with the 7 symmetric directions,
+    0.003 with 20; the sampling's s.e. is 0.0008)."""
+    classes, flip = ((0, 2), (1, 3)), True
+    r_of = lambda U: 0.06 + 0.05 * (1 - np.max(np.abs(U[:, [0, 2]]), axis=1))  # noqa: E731
+    L = np.array([[1.2, 0.1, 0.0, 0.2], [0.0, 0.9, 0.1, 0.0], [0.3, 0.0, 1.1, 0.0], [0.0, 0.2, 0.0, 0.8]])
+    V = (L @ L.T)[None]
+    d = 400
+    mu = np.random.default_rng(2).multivariate_normal(np.zeros(4), V[0] / d, size=400_000)
+    n = np.linalg.norm(mu, axis=1)
+    frac = float(np.mean(n > r_of(mu / n[:, None])))
+    err = []
+    for K in (7, 20):
+        A = anchor_directions(4, flip, classes, K)
+        rays = [(float(i), _curve(a, float(r_of(a[None])[0]))) for i, a in enumerate(A)]
+        P, _, _ = capture_probabilities(rays, flip, False, V, 0 * V, 0, d, classes=classes)
+        err.append(abs(P[0] - frac))
+    assert 0.2 < frac < 0.8 and err[1] < 0.006 and err[0] < 0.07 and err[1] < err[0] / 4
+
+
+def test_capture_curve_bisection_rungs_join_the_ladder():
+    """refine = 2 adds two rungs inside the bracket of cos^2(T) = 1/2; m*(T) lies in the narrowed bracket."""
+    pr = tk.Problem("gelu", "phase-retrieval", width=1, delta=16.0, eta=1.0, steps=10)
+    m0s = [0.01, 0.1, 0.5]
+    c = capture_curve(pr, 10, m0s, refine=2, paths=1024, replicas=2)
+    assert len(c.m0s) == 5 and "2 bisection rung(s)" in c.method
+    ms = c.m_star[10]
+    assert ms is not None
+    cos2 = np.asarray(c.cos2)[:, 10]
+    j = int(np.flatnonzero(cos2 >= 0.5)[0])
+    assert c.m0s[j - 1] < ms <= c.m0s[j] and c.m0s[j] / c.m0s[j - 1] < (0.5 / 0.01) ** 0.5
+
+
+def test_finite_d_width_four_runs_and_states_its_method():
+    pr = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=8.0, eta=1.0, steps=10)
+    fd = tk.finite_d(pr, [4.0, 16.0], [100], 10, paths=1024, replicas=2, rays=3, refine=0)
+    assert fd.probability.shape == (2, 1, 11)
+    assert np.all((fd.probability >= 0) & (fd.probability <= 1))
+    assert fd.probability[1, 0, -1] >= fd.probability[0, 0, -1]
+    assert "anchor rays on the sphere" in fd.method and "neuron exchange" in fd.method
+    assert [r["direction"] for r in fd.per_delta[0]["rays"]][:2] == [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]
+    assert "direct responses" in fd.method
+
+
+def test_cone_interpolant_is_exact_on_anchors_and_linear_on_facets():
+    """The hull of the orbit images holds the origin; every anchor image gets its anchor's strength; a direction
+    halfway along an edge of a facet gets the mean of the edge's strengths; constants are reproduced."""
+    classes, flip = ((0, 2), (1, 3)), True
+    A = anchor_directions(4, flip, classes, 7)
+    cone = ConeInterpolant(A, flip, classes)
+    assert cone.ok
+    s = np.array([3.0, 0.0, 5.0, 0.0, 1.0, 2.0, 0.5])
+    for k, a in enumerate(A):
+        img = orbit_images(a, flip, classes)
+        assert np.allclose(cone.evaluate(cone.coordinates(img), s), s[k])
+    W = sphere_directions(4)
+    assert np.allclose(cone.evaluate(cone.coordinates(W), np.full(7, 1.7)), 1.7)
+    i, j = cone.vertices[0][:2]
+    P = np.vstack([orbit_images(a, flip, classes) for a in A])
+    mid = (P[i] + P[j]) / np.linalg.norm(P[i] + P[j])
+    assert cone.evaluate(cone.coordinates(mid[None]), s)[0] == pytest.approx(0.5 * (s[cone.owner[i]]
+                                                                                     + s[cone.owner[j]]))
+    assert orbit_images(np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]), True, ((0, 1, 2, 3, 4, 5, 6, 7),),
+                        limit=1000) is None  # 8! images: too many (inverse-distance weighting takes over)
+
+
+def test_a_cylinder_capture_region_is_interpolated_linearly_not_by_nearest_anchor():
+    """Only the a = +1 neurons' overlaps matter (strength |u_+| / 0.05: capture iff |mu_+| > 0.05), and V_eff is
+    20 times larger on the a = -1 neurons, as at width 4 with a = +-1 on phase retrieval: most directions Bw lie next
+    to the a = -1 plane, where the strength vanishes linearly.  The cone interpolation follows that (error 0.002
+    with 12 anchors); inverse-distance weights drive it to the nearest anchor's 0 (error 0.28)."""
+    classes, flip = ((0, 2), (1, 3)), True
+    r_of = lambda U: 0.05 / np.maximum(np.hypot(U[:, 0], U[:, 2]), 1e-9)  # noqa: E731
+    V = np.diag([1.0, 20.0, 1.0, 20.0])[None]
+    d = 400
+    mu = np.random.default_rng(2).multivariate_normal(np.zeros(4), V[0] / d, size=400_000)
+    n = np.linalg.norm(mu, axis=1)
+    frac = float(np.mean(n > r_of(mu / n[:, None])))
+    A = anchor_directions(4, flip, classes, 12)
+    rays = [(float(i), _curve(a, float(r_of(a[None])[0]))) for i, a in enumerate(A)]
+    P, _, _ = capture_probabilities(rays, flip, False, V, 0 * V, 0, d, classes=classes)
+    W = sphere_directions(4)
+    B = np.sqrt(V[0])
+    Bw = W @ B.T
+    sc = (Bw ** 2).sum(1)
+    st = interpolate_strength(Bw / np.sqrt(sc)[:, None], A, [1 / c.m_star[0] for _, c in rays], flip, classes)
+    with np.errstate(divide="ignore"):
+        shepard = float(np.mean(chi2.sf(d / st ** 2 / sc, 4)))
+    assert abs(P[0] - frac) < 0.01 and abs(shepard - frac) > 0.1
+
+
+def test_threshold_command_at_width_four(capsys):
+    """`threshold --d D --horizon T` at width 4 answers (was refused) with the finite-d keys."""
+    import json
+
+    from theorykit.cli import main
+
+    rc = main(["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--width", "4", "--a", "1,-1,1,-1",
+               "--eta", "1", "--d", "100", "--horizon", "8", "--horizon-deltas", "4", "16", "--rays", "3",
+               "--paths", "1024", "--replicas", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["settings"]["width"] == 4
+    assert set(out["finite_d"][0]) >= {"d", "horizon", "midpoint", "band"} and out["finite_d"][0]["d"] == 100
+    assert "anchor rays on the sphere" in out["finite_d_info"]["method"]
