@@ -131,7 +131,7 @@ def hessian_law(weights, D, zeta2, method: str = "discrete law of (D, zeta^2)", 
 def bulk_edge(law: SpectralLaw, delta: float):
     """(lam_bar, edge_case): the argmin of psi_delta on [tau, inf) and "interior" or "boundary".  The bulk edge
     eigenvalue itself is ``law.psi(lam_bar, delta)`` (reported as ``outlier(law, delta).bulk_edge``)."""
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     tau = law.tau
     d_tau = law.dpsi(tau, delta)
     if not math.isnan(d_tau) and d_tau >= -_BOUNDARY_TOL / delta:
@@ -193,7 +193,7 @@ class SpectralPrediction:
 
 def outlier(law: SpectralLaw, delta: float) -> SpectralPrediction:
     """The generic core: bulk edge, outlier and overlap for a :class:`SpectralLaw` at sample ratio delta."""
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     lam_bar, edge_case = bulk_edge(law, delta)
     edge = law.psi(lam_bar, delta)
     m = law.margin(lam_bar, delta)
@@ -248,9 +248,6 @@ def check_delta(delta) -> float:
     return check_number("delta", delta, lambda v: v > 0, "a positive finite number")
 
 
-_check_delta = check_delta  # the name used inside this module
-
-
 def _single_index(spec) -> Link:
     L = make_link(spec)
     if L.k != 1:
@@ -290,7 +287,7 @@ def spectral_law(link, T, delta, level: int = 0) -> SpectralLaw:
     inside the support of y, T unbounded above (still rising at |z| = 1e6), sup T <= 0, T not finite."""
     L = _single_index(link)
     Tp = make_preprocessing(T)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     w, y, z, desc, y_ext, r_ext = _link_grid(L, level)
     # admissibility (pole in the support, unbounded above, sup T <= 0): the one check the finite-d spectral
     # initialisations make too, so that they accept or refuse the same T

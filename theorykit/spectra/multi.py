@@ -32,7 +32,7 @@ from scipy import optimize
 
 from ..errors import TheorykitError
 from ..symbolic.ingredients import link as make_link, preprocessing as make_preprocessing
-from .classic import SpectralLaw, bulk_edge, check_delta as _check_delta, negative_step
+from .classic import SpectralLaw, bulk_edge, check_delta, negative_step
 
 __all__ = ["MultiSpectralLaw", "MultiSpectralPrediction", "multi_spectral_law", "multi_outliers",
            "multi_spectral_prediction", "multi_spectral_thresholds"]
@@ -78,7 +78,7 @@ def multi_spectral_law(link, T, delta, level: int = 0) -> MultiSpectralLaw:
     if L.k > 3:
         raise TheorykitError(f"multi-index spectral theory: k = {L.k} > 3 latent directions is not handled (the "
                              f"quadrature is k <= 3)")
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     Tp = make_preprocessing(T)
     tau = check_preprocessing(L, Tp, delta)
     pts, w, desc = quadrature_nodes(L, level)
@@ -134,7 +134,7 @@ def _eig_desc(A: np.ndarray):
 
 def multi_outliers(law: MultiSpectralLaw, delta: float) -> MultiSpectralPrediction:
     """Outliers, their latent directions and overlaps, and the bulk edge (module docstring)."""
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     lam_bar, edge_case = bulk_edge(law.bulk, delta)
     edge = law.bulk.psi(lam_bar, delta)
     mu0, _ = _eig_desc(law.margin_matrix(lam_bar, delta))
