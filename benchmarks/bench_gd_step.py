@@ -47,7 +47,7 @@ def _floor_kernel():
     would slow the next measurement)."""
     import numba
 
-    from theorykit.referee._fused import CHUNKS, _pool, available_threads
+    from theorykit.referee._fused import CHUNKS, available_threads, in_threads
 
     @numba.njit(nogil=True, fastmath=True)
     def rows_sum(X, out, i0, i1):
@@ -63,7 +63,7 @@ def _floor_kernel():
         out = np.empty(n)
         workers = available_threads()
         bounds = [round(w * n / workers) for w in range(workers + 1)]
-        list(_pool(workers).map(lambda w: rows_sum(X, out, bounds[w], bounds[w + 1]), range(workers)))
+        in_threads(workers, lambda w: rows_sum(X, out, bounds[w], bounds[w + 1]))
         return out
 
     del CHUNKS
@@ -82,7 +82,7 @@ def _compute_floor(fused, X, y, theta):
     beat max(read, compute); with no overlap between them it takes read + compute."""
     import numba
 
-    from theorykit.referee._fused import _pool
+    from theorykit.referee._fused import in_threads
 
     kernel = fused._kernel
     n, d = X.shape
@@ -101,8 +101,7 @@ def _compute_floor(fused, X, y, theta):
             kernel(Xc, yc, thT, am, b, G, L, 1, True, 0, 1)
 
     def run():
-        list(_pool(workers).map(lambda w: repeat(kernel, Xc, yc, thT, fused.am, fused.b, bufs[w][0], bufs[w][1],
-                                                 reps), range(workers)))
+        in_threads(workers, lambda w: repeat(kernel, Xc, yc, thT, fused.am, fused.b, bufs[w][0], bufs[w][1], reps))
 
     run()  # compile
     return run
@@ -112,7 +111,7 @@ def _compute_floor(fused, X, y, theta):
 ITER_VARIANTS = (("fused", "fused", "float64", "overlaps"), ("fused32", "fused", "float32", "overlaps"),
                  ("fresh", "fused", "float64", "fresh"), ("numpy", "numpy", "float64", "overlaps"))
 #: steps of the short and the long run: their time difference / (ITER_LONG - ITER_SHORT) is one iteration
-ITER_SHORT, ITER_LONG = 5, 45
+ITER_SHORT, ITER_LONG = 5, 125
 
 
 def _iterations(n, d, m, read_once, X, rounds) -> dict:

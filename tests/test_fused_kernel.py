@@ -32,6 +32,10 @@ def test_one_step_matches_numpy(act, loss, m):
         assert np.max(np.abs(g - g_ref)) <= 1e-12 * np.max(np.abs(g_ref))
         assert loss_sum == pytest.approx(float(np.sum(ref.loss)), rel=1e-12)
         assert fk.loss_sum(X, y, theta) == loss_sum  # the forward-only pass is the same sum
+        # the train step and a test loss in one dispatch: the same numbers as two calls
+        Xt, yt = np.ascontiguousarray(X[::-1][: max(1, n // 2)]), np.ascontiguousarray(y[::-1][: max(1, n // 2)])
+        ls2, g2, test_sum = fk.step(X, y, theta, test=(Xt, yt, theta))
+        assert ls2 == loss_sum and np.array_equal(g2, g) and test_sum == fk.loss_sum(Xt, yt, theta)
 
 
 def test_threads_do_not_change_the_numbers():

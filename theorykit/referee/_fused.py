@@ -3,7 +3,7 @@
 One GD step needs r = X Theta, the per-sample gradient F(r, y) and X^T F.  With NumPy these are two passes over X
 (two matmuls, each streaming the whole (n, d) array from memory) with F evaluated in between.  The step is
 memory-bound: with m <= 8 columns a matmul does 2m flops per 8 bytes of X read.  This kernel makes one pass: it
-takes X in tiles of 4 rows, computes their pre-activations, evaluates sigma, sigma', l and l' for them (scalar
+takes X in tiles of 4 rows, computes their pre-activations (four columns of Theta at a time), evaluates sigma, sigma', l and l' for them (scalar
 functions compiled from the same SymPy expressions as the NumPy path), and adds their contribution to X^T F while
 the tile is still in cache.  The same kernel without the last part gives the test loss (one read of X_test).
 
@@ -74,6 +74,15 @@ def _pool(workers: int):
     return _pools[key]
 
 
+def in_threads(workers: int, fn) -> None:
+    """fn(0), ..., fn(workers - 1) at once: fn(0) in the calling thread, the others in :func:`_pool` (one thread
+    wake-up fewer per call than a pool of ``workers``; fn must release the GIL to run in parallel)."""
+    rest = [_pool(workers - 1).submit(fn, w) for w in range(1, workers)] if workers > 1 else []
+    fn(0)
+    for f in rest:
+        f.result()
+
+
 def _softplus(u):
     return u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
 
@@ -142,7 +151,8 @@ class FusedStep:
         self.b = np.ascontiguousarray(np.asarray(net.b, dtype=float))
         self._G = None
 
-    def _run(self, X, y, theta, backward):
+    def _job(self, X, y, theta, backward):
+        """(kernel arguments, chunk bounds per worker, L, G) of one pass over X."""
         n, d = X.shape
         m = theta.shape[1]
         nch = max(1, min(CHUNKS, -(-n // TILE)))
@@ -150,29 +160,46 @@ class FusedStep:
             self._G = np.empty((nch, m, d))
         G = self._G if backward else np.empty((1, 1, 1))
         L = np.empty(nch)
-        thT = np.ascontiguousarray(theta.T)
-        args = (X, y, thT, self.am, self.b, G, L, nch, backward)
+        args = (X, y, np.ascontiguousarray(theta.T), self.am, self.b, G, L, nch, backward)
         workers = min(self.threads, nch)
-        if workers <= 1:
-            self._kernel(*args, 0, nch)
-        else:  # the kernel releases the GIL: one thread per block of chunks
-            bounds = [round(w * nch / workers) for w in range(workers + 1)]
-            list(_pool(workers).map(lambda w: self._kernel(*args, bounds[w], bounds[w + 1]), range(workers)))
-        total = 0.0
-        for c in range(nch):  # fixed order
-            total += L[c]
-        if not backward:
-            return total, None
-        g = G[0].copy()
-        for c in range(1, nch):
-            g += G[c]
-        return total, g.T
+        return args, [round(w * nch / workers) for w in range(workers + 1)], L, G
 
-    def step(self, X, y, theta):
-        return self._run(X, y, theta, True)
+    def _run(self, *jobs):
+        """Each job (X, y, theta, backward) -> (loss sum, X^T F (d, m) or None), all in one dispatch to the threads
+        (each thread takes its block of chunks of every job)."""
+        prepared = [self._job(*job) for job in jobs]
+        workers = max(len(bounds) - 1 for _, bounds, _, _ in prepared)
+
+        def work(w):  # the kernel releases the GIL: one thread per block of chunks, the first in the calling thread
+            for args, bounds, _, _ in prepared:
+                if w + 1 < len(bounds):
+                    self._kernel(*args, bounds[w], bounds[w + 1])
+
+        in_threads(workers, work)
+        out = []
+        for args, _, L, G in prepared:
+            total = 0.0
+            for c in range(len(L)):  # fixed order
+                total += L[c]
+            if not args[-1]:
+                out.append((total, None))
+                continue
+            g = G[0].copy()
+            for c in range(1, len(L)):
+                g += G[c]
+            out.append((total, g.T))
+        return out
+
+    def step(self, X, y, theta, test=None):
+        """(loss sum, X^T F (d, m)) on (X, y) at theta; with ``test`` = (X_test, y_test, W) also the loss sum of the
+        test pre-activations X_test W, in the same dispatch to the threads: (loss sum, X^T F, test loss sum)."""
+        if test is None:
+            return self._run((X, y, theta, True))[0]
+        (total, g), (test_total, _) = self._run((X, y, theta, True), (*test, False))
+        return total, g, test_total
 
     def loss_sum(self, X, y, theta):
-        return self._run(X, y, theta, False)[0]
+        return self._run((X, y, theta, False))[0][0]
 
 
 def _act(u):
@@ -210,7 +237,73 @@ def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
             x1 = X[i + min(1, nr - 1)]
             x2 = X[i + min(2, nr - 1)]
             x3 = X[i + min(3, nr - 1)]
-            for k in range(0, m, 2):  # two columns of Theta at a time (an odd m repeats its last one)
+            # X Theta for the tile: four columns of Theta at a time (16 accumulators), then pairs (an odd m repeats
+            # its last column)
+            k = 0
+            while k + 3 < m:
+                ta = thT[k]
+                tb = thT[k + 1]
+                tc = thT[k + 2]
+                td = thT[k + 3]
+                a0 = 0.0
+                a1 = 0.0
+                a2 = 0.0
+                a3 = 0.0
+                b0 = 0.0
+                b1 = 0.0
+                b2 = 0.0
+                b3 = 0.0
+                c0 = 0.0
+                c1 = 0.0
+                c2 = 0.0
+                c3 = 0.0
+                d0 = 0.0
+                d1 = 0.0
+                d2 = 0.0
+                d3 = 0.0
+                for j in range(d):
+                    u = ta[j]
+                    v = tb[j]
+                    w = tc[j]
+                    z = td[j]
+                    e0 = x0[j]
+                    e1 = x1[j]
+                    e2 = x2[j]
+                    e3 = x3[j]
+                    a0 += e0 * u
+                    a1 += e1 * u
+                    a2 += e2 * u
+                    a3 += e3 * u
+                    b0 += e0 * v
+                    b1 += e1 * v
+                    b2 += e2 * v
+                    b3 += e3 * v
+                    c0 += e0 * w
+                    c1 += e1 * w
+                    c2 += e2 * w
+                    c3 += e3 * w
+                    d0 += e0 * z
+                    d1 += e1 * z
+                    d2 += e2 * z
+                    d3 += e3 * z
+                R[0, k] = a0
+                R[1, k] = a1
+                R[2, k] = a2
+                R[3, k] = a3
+                R[0, k + 1] = b0
+                R[1, k + 1] = b1
+                R[2, k + 1] = b2
+                R[3, k + 1] = b3
+                R[0, k + 2] = c0
+                R[1, k + 2] = c1
+                R[2, k + 2] = c2
+                R[3, k + 2] = c3
+                R[0, k + 3] = d0
+                R[1, k + 3] = d1
+                R[2, k + 3] = d2
+                R[3, k + 3] = d3
+                k += 4
+            while k < m:
                 kb = min(k + 1, m - 1)
                 ta = thT[k]
                 tb = thT[kb]
@@ -245,6 +338,16 @@ def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
                 R[1, kb] = b1
                 R[2, kb] = b2
                 R[3, kb] = b3
+                k += 2
+            if not backward:  # the loss alone: sigma' and l' are not used (the compiler drops them)
+                for rr in range(nr):
+                    f = 0.0
+                    for k in range(m):
+                        s0, s1 = _act(R[rr, k] + b[k])
+                        f += am[k] * s0
+                    l0, l1 = _loss(y[i + rr], f)
+                    ls += l0
+                continue
             for rr in range(4):
                 if rr < nr:
                     f = 0.0

@@ -735,11 +735,10 @@ def _simulate(problem: Problem, *, d, init, spectral_T, constrained, seed, hessi
                     tr = float(np.sum(derivs.loss)) * inv_n
                     Xt, Wt = test_inputs(theta)
                     te = float(np.mean(net.loss_values(Xt @ Wt, y_test)))
-                else:  # one pass over X for the loss and X^T F, one over the test set for the test loss
-                    loss_sum, g_sum = fused.step(X, y, theta)
-                    tr = loss_sum * inv_n
+                else:  # one pass over X for the loss and X^T F, one over the test set for the test loss (one dispatch)
                     Xt, Wt = test_inputs(theta)
-                    te = fused.loss_sum(Xt, y_test, Wt) / n_test
+                    loss_sum, g_sum, test_sum = fused.step(X, y, theta, test=(Xt, y_test, Wt))
+                    tr, te = loss_sum * inv_n, test_sum / n_test
                     derivs = None
                     if (t == 0 and not math.isfinite(tr)) or (hessian_every and t % hessian_every == 0):
                         derivs = net.evaluate(X @ theta, y)  # the per-sample quantities, for the error or Hessian
