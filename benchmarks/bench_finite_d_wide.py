@@ -7,19 +7,22 @@ with a = +-1, horizon 200, d = 400 -- on a grid of two deltas with one root-find
 * the wall time against the goal;
 * every DMFT solve it made, timed (the module's ``dmft`` wrapped): their number, their summed time (the floor of
   this method: everything else is bookkeeping), and the time of one solve;
-* the brute-force alternative the anchors and the adaptive ladders replace: the width-2 construction's full ladder
+* the brute-force alternative the anchors and the bracket search replace: the width-2 construction's full ladder
   (16 rungs) on 12 anchors, at the measured cost per solve.
 
     python benchmarks/bench_finite_d_wide.py [--paths 16384] [--deltas 7,10] [--refine 1]
+        [--out tables/finite_d_wide_bench.md]
 
-Results with their date and machine: tables/finite_d_wide_bench.md.
+With --out it writes that table (and its CSV) with the command, the date and the machine.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import theorykit as tk
+from theorykit.report.writer import check_table_writable, now, regenerate_command, table_stem, write_table
 from theorykit.thresholds import capture
 
 
@@ -30,7 +33,11 @@ def main():
     ap.add_argument("--deltas", default="7,10")
     ap.add_argument("--refine", type=int, default=1)
     ap.add_argument("--d", type=int, default=400)
+    ap.add_argument("--out", default=None, help="Markdown table to write (default: print only)")
     args = ap.parse_args()
+    if args.out:
+        check_table_writable(table_stem(args.out))
+    started = now()
     solves = []
     inner = capture.dmft
 
@@ -52,13 +59,29 @@ def main():
     total = sum(s for s, _ in solves)
     per = total / max(len(solves), 1)
     mp = fd.midpoints[0]
-    print(f"width 4 (a = +-1), GeLU, phase retrieval, d = {args.d}, horizon 200, {args.paths} paths in "
-          f"{args.replicas} replicas, deltas {deltas} + {args.refine} root-finding step(s): {wall / 60:.1f} min "
-          f"(goal <= 10 min); {len(solves)} DMFT solves over {len(fd.deltas)} deltas, {total / 60:.1f} min in them "
-          f"({per:.1f} s each on average; the floor of this method); midpoint {mp['midpoint']:.2f} "
-          f"[{mp['band'][0]:.2f}, {mp['band'][1]:.2f}].  Brute force (16-rung ladders on 12 anchors per delta, the "
-          f"width-2 construction): {len(fd.deltas) * (16 * 12 + 1) * per / 60:.0f} min.", flush=True)
-
+    brute = len(fd.deltas) * (16 * 12 + 1) * per
+    text = (f"width 4 (a = +-1), GeLU, phase retrieval, d = {args.d}, horizon 200, {args.paths} paths in "
+            f"{args.replicas} replicas (the ladders in 2), deltas {deltas} + "
+            f"{args.refine} root-finding step(s): {wall / 60:.1f} min (goal <= 10 min); {len(solves)} DMFT solves over "
+            f"{len(fd.deltas)} deltas, {total / 60:.1f} min in them ({per:.1f} s each on average; the floor of this "
+            f"method); midpoint {mp['midpoint']:.2f} [{mp['band'][0]:.2f}, {mp['band'][1]:.2f}].  Brute force "
+            f"(16-rung ladders on 12 anchors per delta, the width-2 construction): {brute / 60:.0f} min.")
+    print(text, flush=True)
+    if args.out:
+        row = dict(d=args.d, paths=args.paths, replicas=args.replicas,
+                   deltas=" ".join(f"{x:g}" for x in fd.deltas), refine=args.refine, wall_min=wall / 60,
+                   solves=len(solves), solve_min=total / 60, per_solve_s=per, midpoint=mp["midpoint"],
+                   band_low=mp["band"][0], band_high=mp["band"][1], brute_min=brute / 60)
+        body = ["| d | deltas solved | wall (goal 10 min) | DMFT solves | in the solves | per solve | "
+                "midpoint [band] | brute force (16 rungs x 12 anchors) |", "|---|---|---|---|---|---|---|---|",
+                f"| {args.d} | {row['deltas']} | {wall / 60:.1f} min | {len(solves)} | {total / 60:.1f} min | "
+                f"{per:.1f} s | {mp['midpoint']:.2f} [{mp['band'][0]:.2f}, {mp['band'][1]:.2f}] | "
+                f"{brute / 60:.0f} min |", "",
+                f"Method: {fd.method}"]
+        write_table(table_stem(args.out), [row], list(row), body,
+                    title="The finite-d prediction at width 4: wall time",
+                    command=regenerate_command("python benchmarks/bench_finite_d_wide.py", sys.argv[1:]),
+                    started=started, wall=wall)
 
 if __name__ == "__main__":
     main()

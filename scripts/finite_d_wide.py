@@ -29,11 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DS, SEEDS, PATHS, REPLICAS = (400, 800), 24, 16384, 4
 
 #: name, activation, eta, width, horizon, the prediction's delta grid, GD's deltas
-CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [5.0, 8.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]),
+CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [7.0, 10.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]),
          ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0])]
 #: root-finding steps per d after the grid (each a new delta with its ladders; 0: P on the grid, compared with GD's
 #: success fractions at the same deltas)
-REFINE = 0
+REFINE = 1
 
 
 def case(name, act, eta, m, horizon, grid, gd_deltas, rows, lines):
@@ -90,7 +90,8 @@ def main(argv):
             continue
         case(*c, rows, lines)
     header = [f"Phase retrieval, square loss, a = +-1; prediction by theorykit.finite_d ({PATHS} paths in {REPLICAS} "
-              f"replicas, default ladder and anchors for m >= 3, {REFINE} root-finding step per d), GD by "
+              "replicas; at width >= 3 the ladders in 2 replicas of the same paths, the bracket search and the "
+              f"default anchors; {REFINE} root-finding step per d), GD by "
               f"theorykit.sweep with {SEEDS} seeds per delta "
               "at d = " + ", ".join(map(str, DS)) + "; GD's midpoint: logistic fit, 95% band from the bootstrap.  "
               "covered: GD's midpoint lies in the predicted band widened by GD's 1.96 s.e."]

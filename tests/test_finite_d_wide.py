@@ -132,6 +132,29 @@ def test_capture_curve_bisection_rungs_join_the_ladder():
     assert c.m0s[j - 1] < ms <= c.m0s[j] and c.m0s[j] / c.m0s[j - 1] < (0.5 / 0.01) ** 0.5
 
 
+def test_capture_curve_bracket_search_finds_the_ladders_crossing_with_fewer_runs():
+    """search="bracket" (common random numbers: every rung is the same function of m0) brackets the crossing of
+    cos^2(T) = 1/2 that a fine ladder finds, from the top, from a guess below and from a guess above, with fewer
+    DMFT runs; a top rung that never captures is the only run."""
+    pr = tk.Problem("gelu", "phase-retrieval", width=1, delta=16.0, eta=1.0, steps=10)
+    kw = dict(paths=1024, replicas=2)
+    fine = np.geomspace(0.002, 0.5, 17)
+    ref = capture_curve(pr, 10, fine, **kw).m_star[10]
+    assert ref is not None and 0.004 < ref < 0.25  # inside the range, away from its ends
+    spacing = fine[1] / fine[0]
+    for guess in (None, ref / 7, ref * 3):
+        c = capture_curve(pr, 10, [0.002, 0.5], search="bracket", guess=guess, refine=2, **kw)
+        cos2 = np.asarray(c.cos2)[:, 10]
+        j = int(np.flatnonzero(cos2 >= 0.5)[0])
+        assert j > 0 and c.m0s[j] / c.m0s[j - 1] <= 4.0 ** 0.25 * (1 + 1e-9)  # the bisected bracket
+        assert c.m0s[j - 1] / spacing < ref < c.m0s[j] * spacing  # the fine ladder's crossing lies in it
+        assert len(c.m0s) < len(fine) and "bracket" in c.method
+    never = capture_curve(pr.replace(delta=0.5), 10, [0.002, 0.05], search="bracket", refine=2, **kw)
+    assert len(never.m0s) == 1 and never.m_star[10] is None
+    with pytest.raises(tk.TheorykitError, match="search must be"):
+        capture_curve(pr, 10, [0.01, 0.5], search="grid", **kw)
+
+
 def test_finite_d_width_four_runs_and_states_its_method():
     pr = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=8.0, eta=1.0, steps=10)
     fd = tk.finite_d(pr, [4.0, 16.0], [100], 10, paths=1024, replicas=2, rays=3, refine=0)

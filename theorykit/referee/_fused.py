@@ -3,7 +3,8 @@
 One GD step needs r = X Theta, the per-sample gradient F(r, y) and X^T F.  With NumPy these are two passes over X
 (two matmuls, each streaming the whole (n, d) array from memory) with F evaluated in between.  The step is
 memory-bound: with m <= 8 columns a matmul does 2m flops per 8 bytes of X read.  This kernel makes one pass: it
-takes X in tiles of 4 rows, computes their pre-activations (four columns of Theta at a time), evaluates sigma, sigma', l and l' for them (scalar
+takes X in tiles of 4 rows, computes their pre-activations (four columns of Theta at a time), evaluates sigma,
+sigma', l and l' for them (scalar
 functions compiled from the same SymPy expressions as the NumPy path), and adds their contribution to X^T F while
 the tile is still in cache.  The same kernel without the last part gives the test loss (one read of X_test).
 

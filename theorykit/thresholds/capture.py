@@ -211,10 +211,12 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
 
 #: default ladder of initial hard overlaps for capture_curve: geometric from LADDER_LO to LADDER_HI
 LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
+#: capture_curve(search="bracket"): the factor of each step in m0 while the bracket of m*(T) is sought
+BRACKET_FACTOR = 4.0
 
 
 def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0, on_solve=None,
-                  **dmft_options) -> CaptureCurve:
+                  search: str = "ladder", guess: Optional[float] = None, **dmft_options) -> CaptureCurve:
     """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
     the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
     of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
@@ -231,7 +233,12 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     geometric midpoint of the bracket where cos^2(T) crosses 1/2 (a bisection for m*(T); the new rungs join the
     ladder, so m*(t) is finest at t = T); with refine > 0 the top rung runs first, and where it never reaches
     cos^2 = 1/2 up to T the ray is not laddered further (a smaller overlap along it is taken not to capture
-    either).  on_solve: called after each rung's solve (a progress bar's hook)."""
+    either).  on_solve: called after each rung's solve (a progress bar's hook).
+
+    search="bracket" runs only the rungs that locate m*(T): from ``guess`` (default the top of ``m0s``; e.g. m*(T) at
+    a neighbouring delta) it steps by BRACKET_FACTOR down while the run captures by T, or up while it does not, within
+    [min m0s, max m0s], then bisects the bracket ``refine`` times.  m*(t) for t < T then rests on those rungs alone
+    (coarser than the ladder's); the finite-d prediction at width >= 3 reads t = T."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -288,11 +295,26 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
         if on_solve is not None:
             on_solve()
 
-    order = list(m0s[::-1]) if refine else list(m0s)
-    run(float(order[0]))
-    if not (refine and np.nanmax(runs[float(order[0])][0]) < 0.5):
-        for m0 in order[1:]:
-            run(float(m0))
+    if search not in ("ladder", "bracket"):
+        raise TheorykitError(f"search must be 'ladder' or 'bracket', got {search!r}")
+    if search == "bracket":
+        lo, hi = float(m0s[0]), float(m0s[-1])
+        x = hi if guess is None or not math.isfinite(guess) else min(max(float(guess), lo), hi)
+        run(x)
+
+        def captured(v: float) -> bool:
+            return bool(runs[v][0][T] >= 0.5)
+
+        up = not captured(x)
+        while (x < hi if up else x > lo) and captured(x) != up:
+            x = min(x * BRACKET_FACTOR, hi) if up else max(x / BRACKET_FACTOR, lo)
+            run(x)
+    else:
+        order = list(m0s[::-1]) if refine else list(m0s)
+        run(float(order[0]))
+        if not (refine and np.nanmax(runs[float(order[0])][0]) < 0.5):
+            for m0 in order[1:]:
+                run(float(m0))
     for _ in range(refine):  # bisection of the bracket of cos^2(T) = 1/2 in ln m0
         xs = sorted(runs)
         above = [i for i, x in enumerate(xs) if runs[x][0][T] >= 0.5]
@@ -304,13 +326,19 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     cos2 = np.stack([runs[x][0] for x in m0s])
     rep = np.stack([runs[x][1] for x in m0s], axis=1)  # (replicas, rungs, T+1)
     lm = np.log(m0s)
-    added = (f" and {len(m0s) - rungs} bisection rung(s) for cos^2(T) = 1/2" if len(m0s) > rungs else
-             " (only the top rung run: it never captures)" if len(m0s) == 1 < rungs else "")
+    if search == "bracket":
+        ladder = (f"{len(m0s)} rungs in [{m0s[0]:g}, {m0s[-1]:g}] that bracket cos^2(T) = 1/2 (steps of a factor "
+                  f"{BRACKET_FACTOR:g} from {'the top' if guess is None else f'a guess {guess:g}'}, then "
+                  f"{refine} bisection(s))")
+    else:
+        added = (f" and {len(m0s) - rungs} bisection rung(s) for cos^2(T) = 1/2" if len(m0s) > rungs else
+                 " (only the top rung run: it never captures)" if len(m0s) == 1 < rungs else "")
+        ladder = f"a ladder of {rungs} m0 in [{m0s[0]:g}, {m0s[-1]:g}]{added}"
     return CaptureCurve(t=tuple(range(T + 1)), m_star=tuple(_m_star(cos2, lm)), m0s=tuple(m0s.tolist()), cos2=cos2,
                         m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),
                         direction=tuple(u.tolist()),
-                        method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on a ladder of "
-                               f"{rungs} m0 in [{m0s[0]:g}, {m0s[-1]:g}]{added}, one run each to T = {T}; m*(t) by "
+                        method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on "
+                               f"{ladder}, one run each to T = {T}; m*(t) by "
                                "geometric interpolation of cos^2(t) = 1/2 between rungs")
 
 
@@ -372,9 +400,14 @@ def growth_rate(curve: CaptureCurve, t_range) -> GrowthRate:
 #: the finite-d ladder of initial hard overlaps (geometric; the 1/sqrt(d) scale of a random start lies inside for
 #: d in 10 .. 10^5, and adjacent rungs are a factor 1.45 apart, so the interpolated m* is close to a bisection's)
 FINITE_D_LADDER = (2e-3, 0.5, 16)
-#: at width m >= 3 (several anchors, each run costs more): a coarse ladder (rungs a factor 3 apart) and
-#: FINITE_D_WIDE_REFINE bisection rungs where cos^2(horizon) crosses 1/2 (a factor 1.3 there)
+#: at width m >= 3 (several anchors, each run costs more): capture_curve's bracket search between the ends of
+#: FINITE_D_WIDE_LADDER (steps of BRACKET_FACTOR from m*(horizon) at the nearest delta already solved, or from the
+#: top), then FINITE_D_WIDE_REFINE bisections (a bracket of a factor 4^(1/4) = 1.41)
 FINITE_D_WIDE_LADDER, FINITE_D_WIDE_REFINE = (2e-3, 0.5, 6), 2
+#: at width m >= 3 the ladders' DMFT runs use FINITE_D_WIDE_LADDER_REPLICAS replicas of the same total paths: replicas
+#: of fewer than FINITE_D_WIDE_REPLICA_PATHS paths overfit now and then from the pair direction at width 4
+#: (docs/theory.md §5, "Any width"; tables/finite_d_wide_notes.md)
+FINITE_D_WIDE_LADDER_REPLICAS, FINITE_D_WIDE_REPLICA_PATHS = 2, 8192
 #: at width m >= 3 (a smooth network) every DMFT run uses direct Jacobian responses: with Stein's responses, the
 #: default where the whole batch's Jacobians do not fit, the capture run from M0 = 0.1 (e1 - e3)/sqrt 2 at width 4,
 #: a = +-1, delta = 10 overfits (C_theta(150) = 19 at 16384 paths, 5 at 65536) where direct Jacobians on 16384 paths
@@ -592,9 +625,10 @@ def matching_time(V: np.ndarray, V_se: np.ndarray, rse: float = HARD_RELIABLE_RS
 
 
 def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym: tuple, ladder_refine: int,
-                 ladder_paths: int, opts: dict, tick) -> tuple:
+                 ladder: dict, opts: dict, tick, guesses=None) -> tuple:
     """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
-    error in info when the DMFT diverges)."""
+    error in info when the DMFT diverges).  ladder: the ladders' DMFT options over ``opts`` (paths, replicas) and
+    capture_curve's search; guesses: per ray, m*(H) at a neighbouring delta (the bracket search's start) or None."""
     pr = problem.replace(delta=dl, steps=H)
     info: dict[str, Any] = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None,
                             "m_star": None, "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
@@ -611,9 +645,10 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
         if r.status != "ok":
             raise DivergenceError(f"the DMFT did not reach t = {T1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
-        lopts = dict(opts, paths=ladder_paths)
-        curves = [(ang, capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick, **lopts))
-                  for ang, u in rays_u]
+        lopts = dict(opts, **ladder)
+        curves = [(ang, capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick,
+                                      guess=None if guesses is None else guesses[i], **lopts))
+                  for i, (ang, u) in enumerate(rays_u)]
     except DivergenceError as err:
         info["error"] = str(err).splitlines()[0]
         return info, P, LO, HI
@@ -641,7 +676,8 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
              replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
              rays: int = FINITE_D_RAYS, refine: int = 3, ladder_refine: Optional[int] = None,
-             ladder_paths: Optional[int] = None, progress: bool = False) -> FiniteD:
+             ladder_paths: Optional[int] = None, ladder_replicas: Optional[int] = None,
+             progress: bool = False) -> FiniteD:
     """What GD at dimension d does by a horizon, from the DMFT (any width m).
 
     P(capture by t) = P(mu_eff beyond m* on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d); for m = 1,
@@ -655,9 +691,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     m = 1: u = +1 (and -1 unless the link is even along e).  m = 2: ``rays`` angles on the fundamental domain of the
     circle under the problem's symmetries (:func:`symmetries`).  m >= 3: ``rays`` anchor directions spread over the
     sphere's fundamental domain under the flip and the exchange of equal neurons
-    (:func:`theorykit.thresholds.directions.anchor_directions`), each with a coarse ladder (FINITE_D_WIDE_LADDER)
-    refined by ``ladder_refine`` bisection rungs at the horizon, the capture strength 1/m* interpolated between
-    them.  Then for every d of ``ds`` and t <= horizon
+    (:func:`theorykit.thresholds.directions.anchor_directions`), each with the rungs that bracket m*(horizon)
+    (capture_curve's search="bracket" between the ends of FINITE_D_WIDE_LADDER, from m*(horizon) at the nearest delta
+    already solved) and ``ladder_refine`` bisections, the capture strength 1/m* interpolated between them.  Then for
+    every d of ``ds`` and t <= horizon
     P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
     where P crosses 1/2 along the deltas, found by root finding (``refine``; band: where the band's ends cross, widened
     by the last bracket's interpolation error, :func:`theorykit.rules.interpolation_error`), and the escape time
@@ -685,6 +722,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         for m >= 3).
     ladder_paths : int, optional
         Paths of the ladders' DMFT runs (default ``paths``).
+    ladder_replicas : int, optional
+        Replicas of the ladders' DMFT runs (default ``replicas``; m >= 3: FINITE_D_WIDE_LADDER_REPLICAS, so that each
+        holds >= FINITE_D_WIDE_REPLICA_PATHS paths at the default paths; fewer are noted in ``method``).
     refine : int
         Root-finding steps per d after the grid (0..20): a safeguarded secant on P(capture by the horizon) = 1/2 in
         the grid's bracket, each step a new delta (its DMFT and ladder), until the bracket is narrower than
@@ -730,6 +770,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     ladder_refine = check_int("ladder_refine", ladder_refine, 0, 20)
     if ladder_paths is None:
         ladder_paths = paths
+    if ladder_replicas is None:
+        ladder_replicas = min(FINITE_D_WIDE_LADDER_REPLICAS, replicas) if wide else replicas
+    ladder_replicas = check_int("ladder_replicas", ladder_replicas, 2)
+    ladder = {"paths": ladder_paths, "replicas": ladder_replicas, "search": "bracket" if wide else "ladder"}
     if m0s is None:
         lo_, hi_, k_ = FINITE_D_WIDE_LADDER if wide else FINITE_D_LADDER
         m0s = np.geomspace(lo_, hi_, k_)
@@ -741,7 +785,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     else:
         rays_u = [(float(a), [math.cos(a)] if problem.m == 1 else [math.cos(a), math.sin(a)])
                   for a in ray_angles(problem.m, flip, swap, rays)]
-    bar = (Progress((len(grid) + refine * len(dims)) * (len(rays_u) * (rungs + ladder_refine) + 1),
+    per_ray = 3 + ladder_refine if wide else rungs + ladder_refine  # wide: about 3 rungs to bracket m*
+    bar = (Progress((len(grid) + refine * len(dims)) * (len(rays_u) * per_ray + 1),
                     label="finite-d prediction", unit="DMFT solves") if progress else None)
     tick = bar.tick if bar else None
 
@@ -751,8 +796,13 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     at: dict[float, tuple] = {}  # delta -> (info, P, LO, HI), each (len(dims), H + 1)
 
     def solve(dl: float) -> None:
-        at[dl] = _finite_d_at(problem, dl, H, dims, rays_u, m0s, (flip, swap, classes), ladder_refine, ladder_paths,
-                              opts, tick)
+        done = [x for x in at if not at[x][0]["error"]]
+        guesses = None
+        if wide and done:  # the bracket search starts from m*(horizon) at the nearest delta already solved
+            near = min(done, key=lambda x: abs(math.log(x / dl)))
+            guesses = [r["m_star"] for r in at[near][0]["rays"]]
+        at[dl] = _finite_d_at(problem, dl, H, dims, rays_u, m0s, (flip, swap, classes), ladder_refine, ladder,
+                              opts, tick, guesses)
 
     try:
         for dl in grid:
@@ -804,14 +854,23 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     exchange = swap or (wide and any(len(c) > 1 for c in classes))
     sym = ", ".join(n for n, on in (("e -> -e", flip), ("neuron exchange", exchange)) if on) or "none"
     method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
-              f"directions ({len(rays_u)} ray(s); symmetries used: {sym}) a ladder of {rungs} nonlinear DMFT runs "
-              f"from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, {float(max(m0s)):g}], geometric"
-              + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "")
-              + f") to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
-              + ("; the capture strength 1/m* interpolated between the anchor rays on the sphere by inverse-distance "
-                 "weighting in the orbit distance" if wide else "")
+              f"directions ({len(rays_u)} ray(s); symmetries used: {sym}) "
+              + (f"the nonlinear DMFT runs from M0 = m0 e u^T that bracket m*(T; u) (m0 in [{float(min(m0s)):g}, "
+                 f"{float(max(m0s)):g}], steps of a factor {BRACKET_FACTOR:g} from m*(T; u) at the nearest delta "
+                 f"already solved, or from the top; {ladder_refine} bisection(s))" if wide else
+                 f"a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, "
+                 f"{float(max(m0s)):g}], geometric"
+                 + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "") + ")")
+              + f" to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
+              + ("; the capture strength 1/m* interpolated between the anchor rays on the sphere, piecewise linearly "
+                 "on the cones of the hull of their orbit images (inverse-distance weights where the hull fails)"
+                 if wide else "")
               + f"; {paths} paths in {replicas} replicas"
-              + (f" ({ladder_paths} for the ladders)" if ladder_paths != paths else "")
+              + (f" ({ladder_paths} in {ladder_replicas} for the ladders)"
+                 if (ladder_paths, ladder_replicas) != (paths, replicas) else "")
+              + (f" (fewer than {FINITE_D_WIDE_REPLICA_PATHS} paths per ladder replica: at width 4 such replicas "
+                 "blew up, raise paths)" if wide and ladder_paths // ladder_replicas < FINITE_D_WIDE_REPLICA_PATHS
+                 else "")
               + (f", {opts['response']} responses" if "response" in opts else "") + f", seed {seed}; "
               "P(capture by t) = P(mu_eff beyond m*(t) on its ray), mu_eff ~ N(0, V_eff(min(t, t_match)) / d), "
               "t_match = the last t with V_eff known to 5% (docs/theory.md §3.2, §5; m = 1: "
