@@ -166,6 +166,33 @@ def test_finite_d_width_four_runs_and_states_its_method():
     assert "direct responses" in fd.method
 
 
+def test_a_ray_that_never_captured_at_a_larger_delta_is_not_run():
+    """finite_d at width >= 3 skips a ray whose top rung never captured at a larger delta already solved: the ray
+    costs no DMFT run, says so, and gives the same P as running it (a direction that never captures, e2: an a = -1
+    neuron alone)."""
+    from theorykit.thresholds.capture import FINITE_D_WIDE_LADDER, _finite_d_at, neuron_classes, symmetries
+    from theorykit.thresholds.directions import anchor_directions
+
+    pr = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=4.0, eta=1.0, steps=10)
+    flip, swap = symmetries(pr)
+    classes = neuron_classes(pr)
+    rays_u = [(float(i), u.tolist()) for i, u in enumerate(anchor_directions(4, flip, classes, 3))]
+    assert rays_u[1][1] == [0.0, 1.0, 0.0, 0.0]
+    m0s = np.geomspace(*FINITE_D_WIDE_LADDER[:2], FINITE_D_WIDE_LADDER[2])
+    opts = dict(paths=1024, replicas=2, seed=0, response="direct")
+    ladder = {"paths": 1024, "replicas": 2, "search": "bracket"}
+    out = []
+    for never in (None, [None, 16.0] + [None] * (len(rays_u) - 2)):
+        ticks = []
+        info, P, _, _ = _finite_d_at(pr, 4.0, 10, (100,), rays_u, m0s, (flip, swap, classes), 1, ladder, opts,
+                                     lambda: ticks.append(1), never=never)
+        out.append((info, P, len(ticks)))
+    (run_info, P_run, n_run), (skip_info, P_skip, n_skip) = out
+    assert run_info["rays"][1]["never"] and run_info["rays"][1]["run"]
+    assert not skip_info["rays"][1]["run"] and n_skip == n_run - 1
+    np.testing.assert_allclose(P_skip, P_run, rtol=1e-12, atol=1e-15)
+
+
 def test_cone_interpolant_is_exact_on_anchors_and_linear_on_facets():
     """The hull of the orbit images holds the origin; every anchor image gets its anchor's strength; a direction
     halfway along an edge of a facet gets the mean of the edge's strengths; constants are reproduced."""

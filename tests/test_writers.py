@@ -14,7 +14,8 @@ ALLOWED = {
     "scripts/api_reference.py": "the docs page docs/api.md, not a table",
     "theorykit/runner.py": "the resumable job log of run_jobs (one row appended per finished job)",
     "theorykit/referee/_fused.py": "the on-disk kernel cache's generated module (Python source), not a table",
-    "scripts/finite_d_wide.py": "the prediction's JSON record in tables/raw, saved before the GD runs, not a table",
+    "scripts/finite_d_wide.py": "the prediction's JSON record in tables/raw, saved before the GD runs, and each "
+                                "case's result record (so that one case reruns alone), not tables",
 }
 #: methods that write a file whatever their receiver (pathlib, pandas)
 WRITING_METHODS = {"write_text", "write_bytes", "to_csv", "to_markdown", "to_excel"}

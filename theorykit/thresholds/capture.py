@@ -624,11 +624,21 @@ def matching_time(V: np.ndarray, V_se: np.ndarray, rse: float = HARD_RELIABLE_RS
     return max(int(bad[0]) - 1, 0) if bad.size else len(den) - 1
 
 
+def _never_captured(m0s, H: int, u, above: float) -> CaptureCurve:
+    """The curve of a ray not run at this delta: it never captured by H from the top rung at ``above`` >= this delta
+    (capture is taken to be monotone in delta, as in m0); cos^2 NaN, so its capture strength is 0."""
+    return CaptureCurve(t=tuple(range(H + 1)), m_star=(None,) * (H + 1), m0s=(float(max(m0s)),),
+                        cos2=np.full((1, H + 1), np.nan), direction=tuple(u),
+                        method=f"not run: from the top rung m0 = {float(max(m0s)):g} it never captured by t = {H} at "
+                               f"delta = {above:g} >= this delta (capture taken to be monotone in delta)")
+
+
 def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym: tuple, ladder_refine: int,
-                 ladder: dict, opts: dict, tick, guesses=None) -> tuple:
+                 ladder: dict, opts: dict, tick, guesses=None, never=None) -> tuple:
     """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
     error in info when the DMFT diverges).  ladder: the ladders' DMFT options over ``opts`` (paths, replicas) and
-    capture_curve's search; guesses: per ray, m*(H) at a neighbouring delta (the bracket search's start) or None."""
+    capture_curve's search; guesses: per ray, m*(H) at a neighbouring delta (the bracket search's start) or None;
+    never: per ray, a larger delta at which its top rung never captured (the ray is not run here) or None."""
     pr = problem.replace(delta=dl, steps=H)
     info: dict[str, Any] = {"delta": dl, "v": math.nan, "v_stderr": math.nan, "V": None, "t_match": None,
                             "m_star": None, "rays": [], "m_star_spread": math.nan, "noise_limited": None, "error": ""}
@@ -646,8 +656,9 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
             raise DivergenceError(f"the DMFT did not reach t = {T1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
         lopts = dict(opts, **ladder)
-        curves = [(ang, capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick,
-                                      guess=None if guesses is None else guesses[i], **lopts))
+        curves = [(ang, _never_captured(m0s, H, u, never[i]) if never is not None and never[i] is not None else
+                   capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick,
+                                 guess=None if guesses is None else guesses[i], **lopts))
                   for i, (ang, u) in enumerate(rays_u)]
     except DivergenceError as err:
         info["error"] = str(err).splitlines()[0]
@@ -660,7 +671,10 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
         ms = c.m_star[H]
         reps = [q[H] for q in c.m_star_replicas if q[H] is not None]
         spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
-        ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1]})
+        top = np.asarray(c.cos2, dtype=float)[-1]
+        ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1],
+                         "never": bool(ms is None and not np.nanmax(top, initial=0.0) >= 0.5),
+                         "run": not c.method.startswith("not run")})
     finite = [v for v in spreads if math.isfinite(v)]
     spread = max(finite) if finite else math.nan
     info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
@@ -693,7 +707,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     sphere's fundamental domain under the flip and the exchange of equal neurons
     (:func:`theorykit.thresholds.directions.anchor_directions`), each with the rungs that bracket m*(horizon)
     (capture_curve's search="bracket" between the ends of FINITE_D_WIDE_LADDER, from m*(horizon) at the nearest delta
-    already solved) and ``ladder_refine`` bisections, the capture strength 1/m* interpolated between them.  Then for
+    already solved, and ``ladder_refine`` bisections; a ray whose top rung never captured at a larger delta already
+    solved is not run), the capture strength 1/m* interpolated between them.  Then for
     every d of ``ds`` and t <= horizon
     P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
     where P crosses 1/2 along the deltas, found by root finding (``refine``; band: where the band's ends cross, widened
@@ -797,12 +812,15 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
 
     def solve(dl: float) -> None:
         done = [x for x in at if not at[x][0]["error"]]
-        guesses = None
+        guesses = never = None
         if wide and done:  # the bracket search starts from m*(horizon) at the nearest delta already solved
             near = min(done, key=lambda x: abs(math.log(x / dl)))
             guesses = [r["m_star"] for r in at[near][0]["rays"]]
+            # a ray whose top rung never captured at a larger delta is not run (capture is monotone in delta)
+            never = [next((x for x in sorted(done) if x >= dl and at[x][0]["rays"][i]["never"]
+                           and at[x][0]["rays"][i]["run"]), None) for i in range(len(rays_u))]
         at[dl] = _finite_d_at(problem, dl, H, dims, rays_u, m0s, (flip, swap, classes), ladder_refine, ladder,
-                              opts, tick, guesses)
+                              opts, tick, guesses, never)
 
     try:
         for dl in grid:
@@ -857,7 +875,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
               f"directions ({len(rays_u)} ray(s); symmetries used: {sym}) "
               + (f"the nonlinear DMFT runs from M0 = m0 e u^T that bracket m*(T; u) (m0 in [{float(min(m0s)):g}, "
                  f"{float(max(m0s)):g}], steps of a factor {BRACKET_FACTOR:g} from m*(T; u) at the nearest delta "
-                 f"already solved, or from the top; {ladder_refine} bisection(s))" if wide else
+                 f"already solved, or from the top; {ladder_refine} bisection(s); a ray whose top rung never "
+                 "captured at a larger delta is not run, capture being taken as monotone in delta)" if wide else
                  f"a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, "
                  f"{float(max(m0s)):g}], geometric"
                  + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "") + ")")
