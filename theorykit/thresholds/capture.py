@@ -862,6 +862,13 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
             err = interpolation_error(m, (x[k], y[k]), (x[k + 1], y[k + 1]), list(zip(x, y)))
         widen = err if math.isfinite(err) else 0.0
         note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
+        if m is not None and x:
+            ends = [f"its low end lies below the grid's smallest delta {x[0]:g} (the band's high P is above 1/2 there)"
+                    if a is None else "",
+                    f"its high end lies above the grid's largest delta {x[-1]:g} (the band's low P stays below 1/2)"
+                    if b is None else ""]
+            if any(ends):
+                note = "band: " + "; ".join(e for e in ends if e) + " (NaN: widen the deltas)"
         mids.append({"d": d, "horizon": H, "midpoint": math.nan if m is None else m,
                      "band": [math.nan if a is None else a - widen, math.nan if b is None else b + widen],
                      "interpolation_error": err, "note": note})
