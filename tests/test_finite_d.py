@@ -180,6 +180,25 @@ def test_finite_d_records_a_delta_where_the_dmft_diverges(monkeypatch):
     assert math.isnan(r.midpoints[0]["midpoint"]) and r.escape_time == ()
 
 
+def test_finite_d_midpoint_band_says_when_an_end_lies_beyond_the_grid(monkeypatch):
+    """P crosses 1/2 on the grid but the band's high curve is above 1/2 everywhere and its low curve never reaches
+    it: the midpoint stands, both band ends are NaN, and the note says on which side of the grid each lies."""
+    import theorykit.thresholds.capture as cap
+
+    def at(problem, dl, H, dims, *a, **k):
+        p = 0.3 + 0.1 * (dl - 2.0)  # 0.3 at delta 2, 0.7 at delta 6
+        arr = lambda v: np.full((len(dims), H + 1), v)  # noqa: E731
+        return {"delta": dl, "error": "", "rays": []}, arr(p), arr(p - 0.3), arr(p + 0.3)
+
+    monkeypatch.setattr(cap, "_finite_d_at", at)
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=3.0, eta=1.0, steps=1)
+    r = finite_d(pr, [2.0, 6.0], [200], 5, refine=0)
+    mp = r.midpoints[0]
+    assert mp["midpoint"] == pytest.approx(4.0) and all(math.isnan(v) for v in mp["band"])
+    assert "low end lies below the grid's smallest delta 2" in mp["note"]
+    assert "high end lies above the grid's largest delta 6" in mp["note"]
+
+
 def test_threshold_cli_horizon_contract(capsys):
     argv = ["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", "--d", "200", "800",
             "--horizon", "20", "--horizon-deltas", "10", "17", "--paths", "1024", "--replicas", "2", "--json"]
