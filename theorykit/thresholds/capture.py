@@ -408,10 +408,9 @@ FINITE_D_WIDE_LADDER, FINITE_D_WIDE_REFINE = (2e-3, 0.5, 6), 2
 #: of fewer than FINITE_D_WIDE_REPLICA_PATHS paths overfit now and then from the pair direction at width 4
 #: (docs/theory.md §5, "Any width"; tables/finite_d_wide_notes.md)
 FINITE_D_WIDE_LADDER_REPLICAS, FINITE_D_WIDE_REPLICA_PATHS = 2, 8192
-#: at width m >= 3 (a smooth network) every DMFT run uses direct Jacobian responses: with Stein's responses, the
-#: default where the whole batch's Jacobians do not fit, the capture run from M0 = 0.1 (e1 - e3)/sqrt 2 at width 4,
-#: a = +-1, delta = 10 overfits (C_theta(150) = 19 at 16384 paths, 5 at 65536) where direct Jacobians on 16384 paths
-#: give 3.3-4.4 and GD at d = 1600 gives 3.8-5.3; with 4096 paths even direct Jacobians let replicas blow up
+#: at width m >= 3 (a smooth network) every DMFT run uses direct Jacobian responses: Stein's, the default where the
+#: whole batch's Jacobians do not fit, bias the capture runs into overfitting at width 4 (docs/theory.md §5, "Any
+#: width", Responses; tables/finite_d_wide_notes.md)
 FINITE_D_WIDE_RESPONSE = "direct"
 #: the V_eff run goes first to min(horizon, FINITE_D_VEFF_FIRST) steps (the same random numbers as a run to the
 #: horizon), and to the horizon only when V_eff is still known to 5% at its end (t_match is usually earlier)
