@@ -166,31 +166,38 @@ def test_finite_d_width_four_runs_and_states_its_method():
     assert "direct responses" in fd.method
 
 
-def test_a_ray_that_never_captured_at_a_larger_delta_is_not_run():
-    """finite_d at width >= 3 skips a ray whose top rung never captured at a larger delta already solved: the ray
-    costs no DMFT run, says so, and gives the same P as running it (a direction that never captures, e2: an a = -1
-    neuron alone)."""
-    from theorykit.thresholds.capture import FINITE_D_WIDE_LADDER, _finite_d_at, neuron_classes, symmetries
-    from theorykit.thresholds.directions import anchor_directions
+def test_a_ray_that_never_captured_at_a_larger_delta_is_not_run(monkeypatch):
+    """finite_d at width >= 3 skips, at a root-finding delta, every ray whose top rung never captured at a larger
+    delta already solved: no ladder for it there, and its record says so.  The ladders are replaced by curves whose
+    capture radius falls with delta on the a = +1 neurons' directions (so that P crosses 1/2 inside the grid) and
+    that never capture elsewhere; the V_eff runs are real DMFT solves."""
+    import theorykit.thresholds.capture as cap
 
-    pr = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=4.0, eta=1.0, steps=10)
-    flip, swap = symmetries(pr)
-    classes = neuron_classes(pr)
-    rays_u = [(float(i), u.tolist()) for i, u in enumerate(anchor_directions(4, flip, classes, 3))]
-    assert rays_u[1][1] == [0.0, 1.0, 0.0, 0.0]
-    m0s = np.geomspace(*FINITE_D_WIDE_LADDER[:2], FINITE_D_WIDE_LADDER[2])
-    opts = dict(paths=1024, replicas=2, seed=0, response="direct")
-    ladder = {"paths": 1024, "replicas": 2, "search": "bracket"}
-    out = []
-    for never in (None, [None, 16.0] + [None] * (len(rays_u) - 2)):
-        ticks = []
-        info, P, _, _ = _finite_d_at(pr, 4.0, 10, (100,), rays_u, m0s, (flip, swap, classes), 1, ladder, opts,
-                                     lambda: ticks.append(1), never=never)
-        out.append((info, P, len(ticks)))
-    (run_info, P_run, n_run), (skip_info, P_skip, n_skip) = out
-    assert run_info["rays"][1]["never"] and run_info["rays"][1]["run"]
-    assert not skip_info["rays"][1]["run"] and n_skip == n_run - 1
-    np.testing.assert_allclose(P_skip, P_run, rtol=1e-12, atol=1e-15)
+    calls = []
+
+    def ladder(problem, T, m0s=None, *, direction=None, **k):
+        u = np.asarray(direction, dtype=float)
+        calls.append((problem.delta, tuple(np.round(u, 3))))
+        top = float(max(m0s))
+        if np.abs(u[[1, 3]]).max() > 1e-9:  # an a = -1 neuron takes part: never captures by T
+            return CaptureCurve(t=tuple(range(T + 1)), m_star=(None,) * (T + 1), m0s=(top,),
+                                cos2=np.zeros((1, T + 1)), direction=tuple(u))
+        r = 0.6 / problem.delta
+        return CaptureCurve(t=tuple(range(T + 1)), m_star=(r,) * (T + 1), m0s=(r / 2, 2 * r),
+                            cos2=np.tile([[0.0], [1.0]], (1, T + 1)), m_star_replicas=((r,) * (T + 1),) * 2,
+                            direction=tuple(u))
+
+    monkeypatch.setattr(cap, "capture_curve", ladder)
+    pr = tk.Problem("gelu", "phase-retrieval", width=4, a=[1, -1, 1, -1], delta=8.0, eta=1.0, steps=10)
+    fd = tk.finite_d(pr, [2.0, 32.0], [100], 10, paths=1024, replicas=2, refine=1)
+    assert len(fd.deltas) == 3 and math.isfinite(fd.midpoints[0]["midpoint"])  # one root-finding delta
+    mid = fd.deltas[1]
+    rays = {tuple(np.round(r["direction"], 3)): r for r in fd.per_delta[1]["rays"]}
+    never = [u for u, r in rays.items() if np.abs(np.asarray(u)[[1, 3]]).max() > 1e-9]
+    assert never and all(not rays[u]["run"] for u in never)  # skipped at the root-finding delta ...
+    assert all((mid, u) not in calls for u in never)  # ... without a ladder
+    assert all((2.0, u) in calls for u in never)  # the grid's deltas ran every ray
+    assert all(rays[u]["run"] for u in rays if u not in never)
 
 
 def test_cone_interpolant_is_exact_on_anchors_and_linear_on_facets():
