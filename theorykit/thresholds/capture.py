@@ -666,14 +666,14 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
     V_se = np.asarray(r.stderr["V_eff"], dtype=float)
     tm = matching_time(V, V_se)
     spreads, ray_info = [], []
-    for ang, c in curves:
+    for i, (ang, c) in enumerate(curves):
         ms = c.m_star[H]
         reps = [q[H] for q in c.m_star_replicas if q[H] is not None]
         spreads.append(float(np.std(reps, ddof=1) / np.mean(reps)) if len(reps) > 1 else math.nan)
         top = np.asarray(c.cos2, dtype=float)[-1]
         ray_info.append({"direction": list(c.direction), "m_star": ms, "m_star_spread": spreads[-1],
                          "never": bool(ms is None and not np.nanmax(top, initial=0.0) >= 0.5),
-                         "run": not c.method.startswith("not run")})
+                         "run": never is None or never[i] is None})
     finite = [v for v in spreads if math.isfinite(v)]
     spread = max(finite) if finite else math.nan
     info.update(v=float(V[tm, 0, 0]) if problem.m == 1 else math.nan,
