@@ -38,11 +38,11 @@ CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0
          ("gelu-m8", "gelu", 1.0, 8, 200, [6.0, 9.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 0)]
 
 
-def case(name, act, eta, m, horizon, grid, gd_deltas, refine, rows, lines):
+def case(name, act, eta, m, horizon, grid, gd_deltas, refine, rows, lines, reuse=False):
     a = [1.0 if j % 2 == 0 else -1.0 for j in range(m)]
     pr = tk.Problem(act, "phase-retrieval", "square", m, a=a, delta=gd_deltas[0], eta=eta, steps=horizon)
     saved = os.path.join(ROOT, "tables", "raw", f"finite_d_wide_{name}_prediction.json")
-    if REUSE:  # the saved prediction (its time is the original run's), e.g. after a change of the table's format
+    if reuse:  # the saved prediction (its time is the original run's), e.g. after a change of the table's format
         with open(saved) as fh:
             rec = json.load(fh)
         fd = SimpleNamespace(deltas=tuple(rec["deltas"]), ds=tuple(rec["d"]), midpoints=rec["finite_d"],
@@ -99,11 +99,6 @@ def case(name, act, eta, m, horizon, grid, gd_deltas, refine, rows, lines):
     lines.append("")
 
 
-#: --reuse: build the table from the saved predictions (tables/raw/finite_d_wide_<case>_prediction.json) and the
-#: cached GD runs, without recomputing
-REUSE = False
-
-
 def _record(name):
     return os.path.join(ROOT, "tables", "raw", f"finite_d_wide_{name}_result.json")
 
@@ -112,13 +107,13 @@ def main(argv):
     """Runs the cases named in argv (default: all) and writes the table from every case's latest result: each case
     keeps its rows and section in tables/raw/finite_d_wide_<case>_result.json, with the command and date of its run,
     so that rerunning one case leaves the others' results in the table."""
-    global REUSE
-    REUSE = "--reuse" in argv
+    reuse = "--reuse" in argv  # the table from the saved predictions and the cached GD runs, without recomputing
     argv = [a for a in argv if a != "--reuse"]
     started, t0 = now(), time.perf_counter()
     rows, lines = [], []
     for c in CASES:
-        if argv and c[0] not in argv:
+        saved = os.path.join(ROOT, "tables", "raw", f"finite_d_wide_{c[0]}_prediction.json")
+        if (argv and c[0] not in argv) or (reuse and not os.path.exists(saved)):  # not asked, or nothing to reuse
             if os.path.exists(_record(c[0])):
                 with open(_record(c[0])) as fh:
                     rec = json.load(fh)
@@ -126,12 +121,12 @@ def main(argv):
                 lines += rec["lines"]
             continue
         head = f"Case command: `python scripts/finite_d_wide.py {c[0]}`, run {now().strftime('%Y-%m-%d %H:%M %Z')}."
-        if REUSE and os.path.exists(_record(c[0])):
+        if reuse and os.path.exists(_record(c[0])):
             with open(_record(c[0])) as fh:
                 head = json.load(fh)["lines"][1].split(" Table rebuilt")[0] + (
                     f" Table rebuilt from its saved prediction (`--reuse`) {now().strftime('%Y-%m-%d %H:%M %Z')}.")
         case_rows, case_lines = [], [head, ""]
-        case(*c, case_rows, case_lines)
+        case(*c, case_rows, case_lines, reuse=reuse)
         case_lines = case_lines[2:3] + case_lines[:2] + case_lines[3:]  # the section's title first
         with open(_record(c[0]), "w") as fh:
             json.dump({"rows": case_rows, "lines": case_lines}, fh, default=float)
