@@ -13,6 +13,10 @@ HARD_RESIDUAL = 4
 #: memory budget of the tangents' history per replica, bytes: the tangents are propagated a group at a time, as many
 #: as fit (all of them at the default 8192 paths per replica up to T ~ 200)
 HARD_MEMORY = 2.56e8
+#: with direct Jacobians on the whole batch the hard process runs on their kernels (the tangents' recursion summed
+#: over paths); where the dyadic grid's interpolation in s moves P Sigma_0 P^T by more than this (relative, checked
+#: against the first m tangents) the replica's hard process is run by pathwise tangents instead
+HARD_KERNEL_TOL = 1e-3
 #: time steps per block of the tangents' recursion: the sum over the history before a block is one GEMM
 HARD_BLOCK = 32
 

@@ -16,7 +16,9 @@ class ParameterSide:
 
     Arrays (t-major): P (T+1, m, m); R (T+1, T+1, m, m) with R[t, s] = R_theta(t, s) (zero for s >= t);
     C (T+1, T+1, m, m) with C[t, s] = C_theta(t, s).  ``advance(t, Ru, Cu)`` fills time t from the kernels of the
-    sample side at times < t.  Used for Theta_perp (kernels R_u, C_u); the hard process uses :func:`hard_tangents`.
+    sample side at times < t; ``advance_response(t, Ru)`` fills only P_t and R_theta(t, .), which need R_u alone
+    (the sample side computes its next memory term before C_u(t, .) is known).  Used for Theta_perp (kernels R_u,
+    C_u), and for the hard process on its kernels (else :func:`hard_tangents`).
     """
 
     def __init__(self, T: int, m: int, Sigma0: np.ndarray, etas: np.ndarray, delta: float, ridge):
@@ -28,10 +30,16 @@ class ParameterSide:
         self.P = np.zeros((T + 1, m, m))
         self.R = np.zeros((T + 1, T + 1, m, m))
         self.C = np.zeros((T + 1, T + 1, m, m))
+        self._responded = None  # (t, scale) of the last advance_response
 
-    def advance(self, t: int, Ru: np.ndarray, Cu: np.ndarray):
+    def advance_response(self, t: int, Ru: np.ndarray):
+        """P_t and R_theta(t, s), s < t, from R_u at times < t (and the step's scale)."""
+        key = (t, float(self.scale[t - 1]) if t else 1.0)
+        if self._responded == key:
+            return
+        self._responded = key
         I = np.eye(self.m)
-        P, R, C = self.P, self.R, self.C
+        P, R = self.P, self.R
         if t == 0:
             P[0] = I
         else:
@@ -44,6 +52,11 @@ class ParameterSide:
                 RR = np.tensordot(Ru[t - 1, :t], R[:t, :t - 1], axes=([0, 2], [0, 2]))
                 R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * RR.transpose(1, 0, 2)
             R[t, t - 1] = -(eta / self.delta) * I
+
+    def advance(self, t: int, Ru: np.ndarray, Cu: np.ndarray):
+        """Time t: P_t, R_theta(t, .) (:meth:`advance_response`, not repeated) and C_theta(t, s) for s <= t."""
+        self.advance_response(t, Ru)
+        P, R, C = self.P, self.R, self.C
         # C_theta(t, s) for s <= t
         row = np.tensordot(P[:t + 1], P[t] @ self.Sigma0, axes=([2], [1])).transpose(0, 2, 1)
         if t >= 1:

@@ -58,11 +58,12 @@ def window_lags(Ru, Kw, W: int, t: int, lo: int, R_theta, der, wt, m: int, N: in
     Kw[t % W, t % W] = gl_[:, :, None] * g_.T[None] + cv_[:, :, None] * np.eye(m)[:, None, :]
 
 
-def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int) -> None:
+def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int, hard=None) -> None:
     """R_u(t, s) for s < t on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s, J^t_t = I,
     K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the sum over s'
     is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and
-    K[:, t]."""
+    K[:, t].  hard = (Ru_h (kH, T+1, T+1, m, m), weights (kH, NR)): also R_u^zeta_j(t, s) = E[zeta_j^2 K^t_s] from the
+    same Jacobians (weights rwt zeta_j^2), for the hard process' kernels."""
     tm = t * m
     g = der.grad_f[:NR].T          # (m, NR)
     gl = g * der.l2[:NR]
@@ -75,6 +76,9 @@ def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int) -> None:
         gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
         K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
         Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+        if hard is not None:
+            for j, hw in enumerate(hard[1]):
+                hard[0][j, t, :t] = np.einsum("sanc,n->sac", K[:t, t], hw.astype(np.float32))
     K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
 
 
@@ -111,8 +115,9 @@ class DyadicJacobians:
         self.K = [None] * (T + 1)  # K[s][l] = K^{s+l}_s as (b, n, c), float32
         self.active = []
 
-    def step(self, Ru, t: int, R_theta, der, rwt) -> None:
-        """Fill Ru[t, :t] (exact at the active sources, interpolated in s elsewhere) and start source t."""
+    def step(self, Ru, t: int, R_theta, der, rwt, hard=None) -> None:
+        """Fill Ru[t, :t] (exact at the active sources, interpolated in s elsewhere) and start source t; hard as in
+        :func:`direct_lags` (the hard kernels on the same grid, interpolated alike)."""
         m, NR = self.m, self.NR
         keep = [s for s in self.active if t - s < self.length[s]]
         for s in self.active:
@@ -133,13 +138,15 @@ class DyadicJacobians:
             for i, s in enumerate(keep):
                 self.K[s][t - s] = Kt[i]
             src = np.asarray(keep)
-            vals = np.einsum("sanc,n->sac", Kt, rwt.astype(np.float32))
-            Ru[t, src] = vals
-            if len(keep) < t:  # the sources off the grid: linear interpolation in s (s = 0 and t - 1 are on it)
-                off = np.setdiff1d(np.arange(t), src, assume_unique=True)
-                for a in range(m):
-                    for c in range(m):
-                        Ru[t, off, a, c] = np.interp(off, src, vals[:, a, c])
+            off = np.setdiff1d(np.arange(t), src, assume_unique=True) if len(keep) < t else None
+            targets = [(Ru, rwt)] + ([] if hard is None else list(zip(hard[0], hard[1])))
+            for target, weights in targets:
+                vals = np.einsum("sanc,n->sac", Kt, weights.astype(np.float32))
+                target[t, src] = vals
+                if off is not None:  # the sources off the grid: linear interpolation in s (s = 0, t - 1 are on it)
+                    for a in range(m):
+                        for c in range(m):
+                            target[t, off, a, c] = np.interp(off, src, vals[:, a, c])
         self.K[t] = np.empty((self.length[t], m, NR, m), dtype=np.float32)
         self.K[t][0] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
         self.active.append(t)

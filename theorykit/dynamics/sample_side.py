@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import TheorykitError
 from ..symbolic.network import Derivatives
-from .hard_process import hard_tangents
+from .hard_process import HARD_KERNEL_TOL, hard_tangents
 from .parameter_side import ParameterSide
 from ..rules import below_quantile, monte_carlo_normal, round_significant, sobol_normal, weighted_quantiles
 from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_time, stein_lags, window_lags
@@ -127,6 +127,31 @@ def share_mirrored(H: np.ndarray, batch: "Batch", hard_basis: np.ndarray) -> Non
 
 
 TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
+#: storage and GEMM precision of the driving normals xi (the u's stay float64: C_u must stay positive semidefinite to
+#: far below the jitter of C_theta's Cholesky factor, and with u in float32 the bounded setting's DMFT diverged at
+#: step 80).  w^t = sum_s L(t, s) xi^s needs only relative precision: rounding ~1e-7, against Monte-Carlo ~1e-3.
+XI_DTYPE = np.float32
+#: the pass over the u-history is done in blocks of paths of about this many bytes, so that the block read for
+#: C_u(t, .) is still in cache for the next step's memory term (docs/theory.md §3, numerics)
+HISTORY_BLOCK_BYTES = 1 << 20
+
+
+def history_pass(U: np.ndarray, t: int, Vu: np.ndarray, R_next) -> tuple:
+    """One read of the u-history U[:t+1] ((T+1, m, N)) for two products: E = Vu U^T over s <= t ((rows, (t+1) m),
+    Vu (rows, N): the weighted u^t rows of C_u(t, .)) and the next step's memory term R_next U ((m, N), R_next
+    (m, (t+1) m) = R_theta(t+1, s) for s <= t; None at the last step).  Blocks of paths small enough to stay in
+    cache between the two products (HISTORY_BLOCK_BYTES)."""
+    m, N = U.shape[1], U.shape[2]
+    Ut = U[:t + 1].reshape((t + 1) * m, N)
+    E = np.zeros((Vu.shape[0], (t + 1) * m))
+    mem = np.empty((m, N)) if R_next is not None else None
+    width = 1 << max(6, int(math.log2(max(HISTORY_BLOCK_BYTES // (8 * (t + 1) * m), 1))))
+    for n0 in range(0, N, width):
+        blk = Ut[:, n0:n0 + width]
+        E += Vu[:, n0:n0 + width] @ blk.T
+        if R_next is not None:
+            np.matmul(R_next, blk, out=mem[:, n0:n0 + width])
+    return E, mem
 
 
 def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.ndarray:
@@ -177,6 +202,24 @@ def _kink_weights(net, kinks, r: np.ndarray, xi: np.ndarray, Ltt: np.ndarray, y:
             l1 = net.loss.numpy(y, net.output(rk.T))[1]
             out[:, j] += (float(net.a[j]) * Jk / m) * dens * l1
     return out
+
+
+def _hard_by_kernels(Ru_h, Cu_h, S: int, T: int, m: int, Sigma0, etas, delta, ridge) -> tuple:
+    """C_mu (S, m, m) of one hard direction by the parameter-side recursion on its kernels R_u^zeta, C_u^zeta
+    ((T+1, T+1, m, m); docs/theory.md §3.2), with the info dict of :func:`hard_tangents` (no drives, ess NaN)."""
+    ph = ParameterSide(T, m, Sigma0, etas, delta, ridge)
+    C = np.zeros((S, m, m))
+    C_init = np.zeros((S, m, m))
+    P_half = np.zeros((S, m, m))
+    lam_s, B = np.linalg.eigh(0.5 * (Sigma0 + Sigma0.T))
+    B = B * np.sqrt(np.maximum(lam_s, 0.0))
+    for t in range(S):
+        ph.advance(t, Ru_h, Cu_h)
+        C[t] = ph.C[t, t]
+        C_init[t] = ph.P[t] @ Sigma0 @ ph.P[t].T
+        P_half[t] = ph.P[t] @ B
+    return C, {"rank": 0, "residual_drives": 0, "exact_fraction": 1.0, "ess": np.full(S, np.nan), "C_init": C_init,
+               "P_half": P_half, "Sigma0_half": B, "tangent_check": None}
 
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
@@ -248,7 +291,12 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     Cu = np.zeros((T + 1, T + 1, m, m))
     Cu_h = np.zeros((kH, T + 1, T + 1, m, m))  # E[zeta_j^2 u^t u^sT], the hard process' noise covariance
     kinked_hard = kH > 0 and net.kinked
-    Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard else None  # R_u^zeta by Stein (kinks only)
+    # the hard process' kernel R_u^zeta(t, s) = E[zeta^2 D^t J^t_s]: by Stein with a kink; from the propagated
+    # Jacobians when they cover the whole batch (then the parameter-side recursion on (R_u^zeta, C_u^zeta) is the
+    # pathwise tangents' recursion summed over paths, docs/theory.md §3.2); else pathwise tangents
+    kernel_hard = (kH > 0 and not kinked_hard and response == "direct" and NR == N and prefix is None
+                   and not window)
+    Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard or kernel_hard else None
     Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
     M = np.zeros((T + 1, k, m))
     M[0] = M0
@@ -257,9 +305,12 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     test = np.zeros(T + 1)
     tails = np.zeros((T + 1, 1 + len(TAIL_LEVELS)))
     dtop = np.zeros(T + 1)  # 1 - 1e-4 quantile of the largest eigenvalue of D^t (for the stability hint)
-    # history H[s] = (xi^s; u^s), (T+1, 2m, N): the standard normals driving w and the u's, stacked so that each step
-    # reads the history twice (one GEMM for w^t and the memory term, one for C_u(t, .) and E[u^t xi^sT])
-    H = np.zeros((T + 1, 2 * m, N))
+    # history: Xi[s] = xi^s (T+1, m, N), the standard normals driving w (XI_DTYPE), and U[s] = u^s (T+1, m, N).
+    # Per step: one GEMM over Xi for w^t (and one for Stein's E[u^t xi^sT]), and one pass over U for C_u(t, .) and the
+    # next step's memory term sum_{s<=t} R_theta(t+1, s) u^s (R_theta(t+1, .) needs only R_u(t, .): history_pass)
+    Xi = np.zeros((T + 1, m, N), dtype=XI_DTYPE)
+    U = np.zeros((T + 1, m, N))
+    mem = np.zeros((m, N))  # the memory term of the current step
     L = np.zeros(((T + 1) * m, (T + 1) * m), order="F")  # block Cholesky factor of C_theta + jitter I
     dyadic = DyadicJacobians(T, m, NR, fine_lags) if response == "direct" and fine_lags else None
     K = (np.zeros((T + 1, T + 1, m, NR, m), dtype=np.float32) if response == "direct" and dyadic is None else None)
@@ -267,10 +318,9 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     Kw = np.zeros((max(W, 1), max(W, 1), m, N, m)) if W else None  # recent responses (ring buffer), see below
     # K[s, s', b, n, c] = (D^s' J^s'_s)[n, b, c]
     T_draw = T if horizon is None else max(T, int(horizon) + Kp)
-    H[:, :m] = driving_normals(N, N // batch.per_node, T_draw, m, sampler, rng)[:T + 1]
+    Xi[:] = driving_normals(N, N // batch.per_node, T_draw, m, sampler, rng)[:T + 1]
     if mirror:
-        share_mirrored(H[:, :m], batch, hard_basis)
-    A = np.zeros((2 * m, (T + 1) * 2 * m))  # coefficient rows: (w^t; memory term) = A[:, :(t+1) 2m] @ H[:t+1]
+        share_mirrored(Xi, batch, hard_basis)
     P_node = batch.per_node
     Qn = N // P_node  # latent nodes (1 for Monte-Carlo latents)
     pin_hard = hard_basis.shape[1] > 0 and not np.any(hard_basis.T @ M0)
@@ -286,6 +336,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         if 1 <= t <= Kp:  # spectral prefix: the step t-1 -> t rescaled so that |theta^t| = 1 (Theta^T Theta -> 1)
             par.scale[t - 1] = 1.0 / math.sqrt(float(M[t][:, 0] @ M[t][:, 0] + par.C[t, t][0, 0]))
             M[t] *= par.scale[t - 1]
+            mem *= par.scale[t - 1]  # R_theta(t, .) scales with the whole step
             par.advance(t, Ru, Cu)
         Ct = par.C[t, :t + 1]  # (t+1, m, m)
         if not np.all(np.isfinite(Ct)) or np.max(np.abs(Ct)) > DIVERGENCE_LIMIT or \
@@ -315,14 +366,10 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                 diverged = t
                 break
             repairs += 1
-        # ---- sample side: w^t = sum_{s<=t} L(t, s) xi^s and the memory term sum_{s<t} R_theta(t, s) u^s
-        Av = A[:, :(t + 1) * 2 * m].reshape(2 * m, t + 1, 2 * m)
-        Av[:m, :, :m] = L[tm:tm + m, :tm + m].reshape(m, t + 1, m)
-        if t:
-            Av[m:, :t, m:] = par.R[t, :t].transpose(1, 0, 2)
-        wm = A[:, :(t + 1) * 2 * m] @ H[:t + 1].reshape((t + 1) * 2 * m, N)  # (2m, N); H[t, m:] is still 0
-        base = (M[t].T @ z.T) + wm[:m]  # (m, N): M_t^T z + w^t
-        r = base + wm[m:]
+        # ---- sample side: w^t = sum_{s<=t} L(t, s) xi^s; the memory term sum_{s<t} R_theta(t, s) u^s is ``mem``
+        w = (L[tm:tm + m, :tm + m].astype(XI_DTYPE) @ Xi[:t + 1].reshape((t + 1) * m, N)).astype(float)
+        base = (M[t].T @ z.T) + w  # (m, N): M_t^T z + w^t
+        r = base + mem
         # Single paths at latent nodes of negligible probability (< NEGLIGIBLE_NODE: the outer Gauss-Hermite nodes,
         # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
         # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
@@ -359,7 +406,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                                                         batch.weight, [1 - 1e-4])[0]
                 break
         if not alive.all():
-            H[:t, m:, ~alive] = 0.0
+            U[:t, :, ~alive] = 0.0
             dmin, dmax = np.where(alive, dmin, 0.0), np.where(alive, dmax, 0.0)
             der = replace(der, **{name: np.where(alive if np.ndim(getattr(der, name)) == 1 else alive[:, None],
                                                   np.broadcast_to(getattr(der, name),
@@ -369,24 +416,21 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             laws[t]["excluded"] = ~alive  # paths excluded up to and including this step
         train[t] = float(wt @ der.loss)
         test[t] = float(wt @ net.loss_values(base.T, y))
-        H[t, m:] = der.F.T
+        U[t] = der.F.T
         Ezu[t] = (z * wt[:, None]).T @ der.F
-        # E[c u^t (xi^s; u^s)^T] for c = 1 and c = zeta_j^2, s <= t: one GEMM over the history
-        # The Stein row uses u^t centred within each latent node (E[xi^s] = 0 exactly, so subtracting the node mean of
-        # u removes the part of the Monte-Carlo error that is the node mean times the sample mean of xi; factor
-        # P/(P-1) undoes the centring's 1/P bias)
+        # E[c u^t u^sT] for c = 1 and c = zeta_j^2 (C_u and C_u^zeta, s <= t) come from the pass over U below, once
+        # R_u(t, .) is known; Stein's E[c u^t xi^sT] from one GEMM over Xi here.  The Stein rows use u^t centred within
+        # each latent node (E[xi^s] = 0 exactly, so subtracting the node mean of u removes the part of the
+        # Monte-Carlo error that is the node mean times the sample mean of xi; factor P/(P-1) undoes the centring's
+        # 1/P bias).
         cs = [wt] + [wt * zeta2[:, j] for j in range(kH)]
-        ut = H[t, m:]
-        uc = ut.reshape(m, P_node, Qn)
-        uc = ((uc - uc.mean(axis=1, keepdims=True)) * (P_node / max(P_node - 1, 1))).reshape(m, N)
-        # with a kink, the hard process' responses R_u^zeta(t, s) also come from Stein's lemma (rows 2 + kH + j)
+        ut = U[t]
+        # with a kink, the hard process' responses R_u^zeta(t, s) also come from Stein's lemma (rows 1 + j)
         hard_stein = kinked_hard and response == "stein"
-        V = np.concatenate([ut * c for c in cs] + ([uc * wt] if response == "stein" else [])
-                           + ([uc * (wt * zeta2[:, j]) for j in range(kH)] if hard_stein else []))
-        E = (V @ H[:t + 1].reshape((t + 1) * 2 * m, N).T).reshape(-1, m, t + 1, 2 * m)
-        for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
-            target[t, :t + 1] = E[j, :, :, m:].transpose(1, 0, 2)
-            target[:t + 1, t] = np.swapaxes(target[t, :t + 1], 1, 2)
+        if response == "stein":
+            uc = node_centred(ut, P_node, Qn)
+            Vx = np.concatenate([uc * wt] + ([uc * (wt * zeta2[:, j]) for j in range(kH)] if hard_stein else []))
+            Ex = (Vx.astype(XI_DTYPE) @ Xi[:t + 1].reshape((t + 1) * m, N).T).astype(float).reshape(-1, m, t + 1, m)
         # ---- tails of D (smallest eigenvalue per path)
         tails[t, 0] = float(np.min(dmin[wt > 0]))
         tails[t, 1:] = weighted_quantiles(dmin, wt, TAIL_LEVELS)
@@ -396,7 +440,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         # conditional law given the past is known on every path.  kappa (N, m) is added to curv for the responses.
         Ltt = L[tm:tm + m, tm:tm + m]
         if kinks and t >= Kp:
-            kappa = _kink_weights(net, kinks, r=rs, xi=H[t, :m], Ltt=Ltt, y=y)
+            kappa = _kink_weights(net, kinks, r=rs, xi=Xi[t], Ltt=Ltt, y=y)
             kappa[~alive] = 0.0
             der = replace(der, curv=der.curv + kappa)
         Dw = der.D if m > 1 else (der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0])[:, None, None]
@@ -404,30 +448,44 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         if loss_jumps:
             # l' jumps in yhat: the Dirac part sits on a surface f(r) = kink(y); Stein's lemma on the newest innovation
             # needs no location (u centred within latent nodes as below)
-            uc_ = node_centred(H[t, m:], P_node, Qn)
-            Ru[t, t] = stein_equal_time(uc_ * wt, H[t, :m], Ltt)
+            uc_ = node_centred(U[t], P_node, Qn)
+            Ru[t, t] = stein_equal_time(uc_ * wt, Xi[t], Ltt)
         if kinked_hard:
             # R_u^zeta(t, s) = E[zeta^2 du^t/dw^s]: equal time as R_u(t, t) (zeta^2 is a function of z, fixed on a
             # path), older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t} R_u^zeta(t, s') L(s', s)
             for j in range(kH):
                 if loss_jumps:
-                    Ru_h[j, t, t] = stein_equal_time(uc_ * (wt * zeta2[:, j]), H[t, :m], Ltt)
+                    Ru_h[j, t, t] = stein_equal_time(uc_ * (wt * zeta2[:, j]), Xi[t], Ltt)
                 else:
                     Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
                 if t:
-                    Ru_h[j, t, :t] = stein_lags(E[2 + kH + j, :, :t, :m], Ru_h[j, t, t:t + 1], L, t, t, m)
+                    Ru_h[j, t, :t] = stein_lags(Ex[1 + j, :, :t], Ru_h[j, t, t:t + 1], L, t, t, m)
         if kH:
             Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
+        hard_kernels = None
+        if kernel_hard:
+            Ru_h[:, t, t] = np.einsum("nac,nj->jac", Dw, wt[:, None] * zeta2)  # J^t_t = I
+            hard_kernels = (Ru_h, (rwt[:, None] * zeta2[:NR]).T)
         if response == "stein":
             lo = max(0, t - W)
             if W:  # recent lags t - W <= s < t exactly, from per-path Jacobians on the whole batch
                 window_lags(Ru, Kw, W, t, lo, par.R, der, wt, m, N)
             if lo:  # older lags by Stein's lemma on w = L xi
-                Ru[t, :lo] = stein_lags(E[1 + kH, :, :lo, :m], Ru[t, lo:t + 1], L, t, lo, m)
+                Ru[t, :lo] = stein_lags(Ex[0, :, :lo], Ru[t, lo:t + 1], L, t, lo, m)
         elif dyadic is not None:
-            dyadic.step(Ru, t, par.R, der, rwt)
+            dyadic.step(Ru, t, par.R, der, rwt, hard=hard_kernels)
         elif response == "direct":
-            direct_lags(Ru, K, t, par.R, der, rwt, m, NR)
+            direct_lags(Ru, K, t, par.R, der, rwt, m, NR, hard=hard_kernels)
+        # ---- C_u(t, .), C_u^zeta(t, .) and the next step's memory term: one pass over the u-history
+        R_next = None
+        if t < T:
+            par.advance_response(t + 1, Ru)
+            R_next = par.R[t + 1, :t + 1].transpose(1, 0, 2).reshape(m, (t + 1) * m)
+        Eu, mem = history_pass(U, t, np.concatenate([ut * c for c in cs]), R_next)
+        Eu = Eu.reshape(-1, m, t + 1, m)
+        for j, target in enumerate([Cu] + [Cu_h[i] for i in range(kH)]):
+            target[t, :t + 1] = Eu[j].transpose(1, 0, 2)
+            target[:t + 1, t] = np.swapaxes(target[t, :t + 1], 1, 2)
         if t < T:
             keep = 1.0 - etas[t] * ridges[t]
             M[t + 1] = keep * M[t] - etas[t] * Ezu[t]
@@ -442,24 +500,28 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     C_mu = np.zeros((S, kH, m, m))
     hard_info = []
     for j in range(kH):
-        if kinked_hard:
-            # the linear hard process on Stein kernels: the parameter-side recursion with R_u^zeta, C_u^zeta
-            ph = ParameterSide(T, m, Sigma0, etas, delta, ridge)
-            C_init = np.zeros((S, m, m))
-            P_half = np.zeros((S, m, m))
-            lam_s, B = np.linalg.eigh(0.5 * (Sigma0 + Sigma0.T))
-            B = B * np.sqrt(np.maximum(lam_s, 0.0))
-            for t_ in range(S):
-                ph.advance(t_, Ru_h[j], Cu_h[j])
-                C_mu[t_, j] = ph.C[t_, t_]
-                C_init[t_] = ph.P[t_] @ Sigma0 @ ph.P[t_].T
-                P_half[t_] = ph.P[t_] @ B
-            hard_info.append({"rank": 0, "residual_drives": 0, "exact_fraction": 1.0, "ess": np.full(S, np.nan),
-                              "C_init": C_init, "P_half": P_half, "Sigma0_half": B})
-            continue
         zeta = z @ hard_basis[:, j]
-        with np.errstate(over="ignore", invalid="ignore"):  # a fast-growing linear process may overflow: NaN there
-            C_mu[:, j], info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
+        info, check = None, None
+        if kinked_hard or kernel_hard:
+            with np.errstate(over="ignore", invalid="ignore"):  # a fast-growing linear process may overflow: NaN
+                C_j, info = _hard_by_kernels(Ru_h[j], Cu_h[j], S, T, m, Sigma0, etas, delta, ridge)
+            info["route"] = "stein kernels" if kinked_hard else "jacobian kernels"
+            if kernel_hard:
+                # the first m pathwise tangents (no drives): the paths' effective sample size, and P Sigma_0 P^T
+                # again, which differs from the kernels' only by the dyadic grid's interpolation in s (and rounding)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    C_tan, tan = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rank=0,
+                                               residual=0, rng=rng)
+                    scale = np.maximum(np.abs(np.einsum("tii->t", info["C_init"])), 1e-300)
+                    check = float(np.max(np.max(np.abs(C_tan - info["C_init"]), axis=(1, 2)) / scale))
+                info.update(ess=tan["ess"], tangent_check=check)
+                if not check <= HARD_KERNEL_TOL:  # the interpolation shows (or NaN): pathwise tangents instead
+                    info = None
+        if info is None:
+            with np.errstate(over="ignore", invalid="ignore"):  # a fast-growing linear process may overflow: NaN
+                C_j, info = hard_tangents(Dh[:S], zeta, wt, par.R, Cu_h[j], etas, delta, ridge, Sigma0, rng=rng)
+            info = dict(info, route="pathwise tangents", tangent_check=check)
+        C_mu[:, j] = C_j
         hard_info.append(info)
     Cdiag = par.C[idx, idx]
     gram = np.einsum("tka,tkb->tab", M[:S], M[:S]) + Cdiag

@@ -61,7 +61,7 @@ import numpy as np
 
 from .. import defaults
 from ..errors import TheorykitError
-from .hard_process import hard_subspace_basis
+from .hard_process import HARD_KERNEL_TOL, hard_subspace_basis
 from .numerics import DMFTNumerics
 from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, Plan, make_plan
 from .result import DMFTResult
@@ -473,6 +473,24 @@ def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: f
                       bool(stable and excl <= limit))
 
 
+_HARD_ROUTES = {
+    "pathwise tangents": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
+                         "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
+    "jacobian kernels": "the parameter-side recursion on R_u^zeta, C_u^zeta, R_u^zeta from the propagated Jacobians "
+                        "on the whole batch (the tangents' recursion summed over paths; on the dyadic grid its "
+                        f"interpolation in s is checked against the first tangents: above {HARD_KERNEL_TOL:g} "
+                        "relative, pathwise tangents instead)",
+    "stein kernels": "the parameter-side recursion on R_u^zeta, C_u^zeta, R_u^zeta by Stein's lemma (a kinked "
+                     "activation or loss)",
+}
+
+
+def _hard_method(results: list) -> str:
+    """The hard process' method text: the routes the replicas took (hard_info[*]['route'])."""
+    routes = sorted({i["route"] for r_ in results for i in r_["hard_info"]})
+    return "; ".join(f"{route}: {_HARD_ROUTES[route]}" for route in routes)
+
+
 def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, halves: list) -> dict:
     """How a solve was carried out, in words (:attr:`DMFTResult.method`): the latent rule and response estimator
     that 'auto' chose, the exclusion of unstable paths, the standard errors, the test loss, the hard process, the
@@ -498,8 +516,11 @@ def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, ha
         "hard_reliable_until": "last t before the relative stderr of trace C_mu exceeds 5% (beyond it C_mu is "
                                "dominated by rare paths whose tangents grew where D < 0: heavy-tailed replicas)",
         "hard_process": (None if not hard_dim else "not solved (hard_process=False)" if not num.hard_process else {
-            "method": "pathwise tangents on the whole batch (exact for the sampled paths); noise drives: top "
-                      "eigenvectors of delta C_u^zeta exactly, the remainder by random drives",
+            "method": _hard_method(results),
+            "routes": {route: sum(i["route"] == route for r_ in results for i in r_["hard_info"])
+                       for route in sorted({i["route"] for r_ in results for i in r_["hard_info"]})},
+            "tangent_check": max((i["tangent_check"] for r_ in results for i in r_["hard_info"]
+                                  if i["tangent_check"] is not None), default=None),
             "rank": max(i["rank"] for r_ in results for i in r_["hard_info"]),
             "residual_drives": max(i["residual_drives"] for r_ in results for i in r_["hard_info"]),
             "exact_fraction": min(i["exact_fraction"] for r_ in results for i in r_["hard_info"])}),
