@@ -375,3 +375,46 @@ def test_midpoint_truncates_where_the_dmft_is_unreliable_through_rare_paths():
     cut = [e for e in evals if e["truncated_at_n"] is not None]
     assert cut and all(e["truncated_at_n"] == round(e["delta"] * 400) for e in cut)
     assert all(np.isfinite(e["cos2"]) for e in cut)
+
+
+def _fake_dmft(root_delta, v_scale):
+    """A stand-in for the DMFT with known answers: V_eff = v_scale delta^2 (constant in t) and cos^2 at the horizon
+    1 / (1 + exp(-(delta - root_delta))), whatever M0 (median-start tests of the range logic only)."""
+    class R:
+        def __init__(self, pr):
+            H, dl = pr.steps, pr.delta
+            self.status, self.diverged_at = "ok", None
+            v = v_scale * dl ** 2
+            self.V_eff = np.full((H + 1, 1, 1), v)
+            self.stderr = {"V_eff": np.full((H + 1, 1, 1), 1e-3 * v)}
+            p = min(1.0 / (1.0 + math.exp(-(dl - root_delta))), 1 - 1e-9)
+            self.M = np.zeros((H + 1, 1, 1))
+            self.M[:, 0, 0] = math.sqrt(p / (1 - p))
+            self.C_theta_tt = np.ones((H + 1, 1, 1))
+            self.per_replica = {"M": np.stack([self.M * 0.99, self.M * 1.01]),
+                                "C_theta_tt": np.stack([self.C_theta_tt] * 2)}
+
+    return lambda pr, **kw: R(pr)
+
+
+def test_median_start_moves_the_top_in_where_the_median_overlap_reaches_one(monkeypatch, capsys):
+    """Where m_1/2 >= 1 (the linear phase alone brings the overlap to O(1) at this d) the range's top moves in and the
+    note says so; a root below it is still found, one above it is reported as no midpoint (not an error, not exit 2)."""
+    import theorykit.thresholds.midpoint as mp
+
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    # m_1/2 = sqrt(0.455 * 2 delta^2 / 100) = 0.095 delta: >= 1 at 40 and 17.6, < 1 at 9.5 (the third try)
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(3.0, 2.0))
+    mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
+    assert abs(mid["midpoint"] - 3.0) < 0.1
+    assert "m_1/2 is >= 1" in mid["note"] and "moved in to 9.5" in mid["note"]
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0))
+    mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
+    assert math.isnan(mid["midpoint"]) and mid["note"].startswith("no midpoint at d = 100")
+    assert "up to delta = 9.5" in mid["note"]
+    # the text output names the reason (a NaN midpoint is undefined, with its note), and the exit code is 0
+    argv = ["threshold", "--activation", "gelu", "--link", "phase-retrieval", "--eta", "1", "--d", "100",
+            "--horizon", "5", "--delta-range", "1.5", "40", "--paths", "1024", "--replicas", "2"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "delta_1/2 = undefined (no midpoint at d = 100" in text

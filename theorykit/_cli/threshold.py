@@ -324,11 +324,14 @@ def text(r) -> str:
                else f"undefined ({dy['reason']})")
         lines.append(f"  delta_dyn ({dy['criterion']}) = {val}; gamma(delta) on t in {dy['t_range']}: {gs}")
     for f in r.get("finite_d", []):
+        undefined = f["midpoint"] is None or f["midpoint"] != f["midpoint"]  # None or NaN
         mid = (f"{fmt(f['midpoint'], '.4g')} [{fmt(f['band'][0], '.4g')}, {fmt(f['band'][1], '.4g')}]"
-               if f["midpoint"] is not None else f"undefined ({f['note']})")
+               if not undefined else f"undefined ({f['note'] or 'no root in the range'})")
         esc = ", ".join(f"{e['delta']:.4g}: {e['t'] if e['t'] is not None else '> ' + str(f['horizon'])}"
                         for e in r.get("escape_time", []) if e["d"] == f["d"])
         lines.append(f"  d = {f['d']}, horizon {f['horizon']}: delta_1/2 = {mid}; escape time t_1/2 by delta: {esc}")
+        if f.get("note") and not undefined:
+            lines.append(f"    note: {f['note']}")
     if r.get("finite_d_info"):
         lines.append(f"  finite d: {r['finite_d_info']['method']}")
     return "\n".join(lines)

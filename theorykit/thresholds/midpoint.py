@@ -40,6 +40,11 @@ MIDPOINT_TOL = 0.01
 MIDPOINT_MAX_EVALUATIONS = 12
 #: how often a bracket end whose DMFT diverges is moved a quarter of the way (in ln delta) towards the other
 END_RETRIES = 3
+
+
+class _CapturedAtStart(TheorykitError):
+    """The median effective overlap m_1/2 is >= 1 at this delta: at this d the hard direction is captured from the
+    start, so the range's top end moves in (not an error of the user's input)."""
 #: the step in ln m0 of the extra run that measures d cos^2 / d ln m0 (v_eff's error in the band)
 SLOPE_STEP = 0.25
 
@@ -203,8 +208,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 v, v_se, tm = veff(dl, d)
                 m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
                 if not m_half < 1:
-                    raise TheorykitError(f"the median effective overlap at d = {d}, delta = {dl:.6g} is {m_half:.3g}"
-                                         " >= 1: d is too small for the matched prediction")
+                    raise _CapturedAtStart(f"{dl:.4g} (m_1/2 = {m_half:.3g})")
                 c, c_rep = run(dl, m_half, d)
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
@@ -214,7 +218,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 return float(c[H]) - 0.5
 
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
-            a0, b0, f_a, f_b, skipped = math.log(lo), math.log(hi), None, None, []
+            a0, b0, f_a, f_b, skipped, top = math.log(lo), math.log(hi), None, None, [], []
             root = None
             try:
                 # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves a quarter of the way
@@ -235,6 +239,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                     except DivergenceError as ex:
                         skipped.append(f"delta = {math.exp(b0):.4g}: {str(ex).splitlines()[0]}")
                         b0 = b0 - 0.25 * (b0 - a0)
+                    except _CapturedAtStart as ex:
+                        top.append(str(ex))
+                        b0 = b0 - 0.25 * (b0 - a0)
                 if f_a is not None and f_b is not None:
                     root = secant_root(g, a0, b0, f_lo=f_a, f_hi=f_b, tol=math.log1p(MIDPOINT_TOL),
                                        max_evaluations=MIDPOINT_MAX_EVALUATIONS - 2)
@@ -243,7 +250,15 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             if skipped:
                 note = ("the DMFT diverged at " + "; ".join(skipped)
                         + ("" if root is not None else " (no midpoint)"))
-            if root is not None and root.bracket is None:
+            if top:
+                note = ((note + "; " if note else "")
+                        + f"the median effective overlap m_1/2 is >= 1 at d = {d} (the linear phase alone brings the "
+                          f"overlap to O(1); the matched prediction does not apply) at delta = {', '.join(top)}: the "
+                          f"range's top moved in to {math.exp(b0):.4g}")
+            if root is not None and root.bracket is None and top and root.side < 0:
+                note = (f"no midpoint at d = {d}: P(capture by {H}) < 1/2 up to delta = {math.exp(b0):.4g}, and "
+                        f"above that ({note})")
+            elif root is not None and root.bracket is None:
                 note = (f"P(capture by {H}) is {'above' if root.side > 0 else 'below'} 1/2 over the whole "
                         f"delta_range [{math.exp(a0):.4g}, {math.exp(b0):.4g}]: "
                         f"{'lower' if root.side > 0 else 'raise'} it" + (f" ({note})" if note else ""))

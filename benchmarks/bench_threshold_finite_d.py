@@ -1,0 +1,84 @@
+#!/usr/bin/env python
+"""Benchmark of the finite-d answer of ``theorykit threshold --d D --horizon T`` at width 1 (issue 28 points 5-6):
+its wall time (goal <= 2 min on 2 cores) and its midpoint against GD's (goal: within 0.5).
+
+    python benchmarks/bench_threshold_finite_d.py [--only NAME,...]   # writes tables/threshold_finite_d_bench.{md,csv}
+
+Each row runs the command line a user would type (a subprocess, default numerics, --json) and times it.  GD's
+midpoints are the committed measurements named in each row (independent GD runs; none is computed here).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from theorykit.report.writer import now, write_study
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# name, command-line arguments, GD's midpoint (low, high) and where it was measured
+CASES = [
+    ("pr-gelu", ["--activation", "gelu", "--link", "phase-retrieval", "--loss", "square", "--eta", "1", "--d", "400",
+                 "--horizon", "150"],
+     (10.14, 10.66), "tables/finite_d_midpoint_vs_gd.md: 10.40 +- 0.26 (32 seeds x 7 deltas)"),
+    ("softplus-sign", ["--activation", "softplus(2*x)/2", "--link", "sign-symmetric", "--loss", "square", "--eta", "1",
+                       "--d", "400", "--horizon", "200"],
+     (8.73, 9.55), "issue 28: 9.13 [8.73, 9.55] (24 seeds x 6 deltas)"),
+    ("x+x2/2-pr", ["--activation", "x + 0.5*x**2", "--link", "phase-retrieval", "--loss", "square", "--eta", "0.5",
+                   "--d", "400", "--horizon", "200"],
+     (8.38, 9.62), "issue 28: 9.01 [8.38, 9.62] (24 seeds x 6 deltas)"),
+]
+
+
+def _num(v) -> str:
+    return "—" if v is None or v != v else f"{v:.2f}"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default=",".join(c[0] for c in CASES))
+    args = ap.parse_args(argv)
+    started, t0 = now(), time.perf_counter()
+    rows = []
+    lines = ["| setting | command | wall (s) | midpoint [band] | GD midpoint | midpoint - GD | note |",
+             "|---|---|---|---|---|---|---|"]
+    for name, cli, (glo, ghi), source in CASES:
+        if name not in args.only.split(","):
+            continue
+        cmd = [sys.executable, "-m", "theorykit.cli", "threshold", "--width", "1", *cli, "--json"]
+        t1 = time.perf_counter()
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t1
+        shown = "theorykit threshold " + " ".join(f'"{a}"' if " " in a or "*" in a else a for a in cli[:])
+        if run.returncode != 0:
+            err = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
+            rows.append(dict(setting=name, wall_s=wall, midpoint=None, band_lo=None, band_hi=None, gd_lo=glo,
+                             gd_hi=ghi, note=err))
+            lines.append(f"| {name} | `{shown}` | {wall:.1f} | — | [{glo}, {ghi}] | — | exit {run.returncode}: "
+                         f"{err} |")
+            print(lines[-1], flush=True)
+            continue
+        out = json.loads(run.stdout)
+        fd = out["finite_d"][0]
+        mid, (lo, hi) = fd["midpoint"], fd["band"]
+        gd = 0.5 * (glo + ghi)
+        diff = None if mid is None or mid != mid else mid - gd
+        rows.append(dict(setting=name, wall_s=wall, midpoint=mid, band_lo=lo, band_hi=hi, gd_lo=glo, gd_hi=ghi,
+                         note=fd.get("note") or ""))
+        lines.append(f"| {name} | `{shown}` | {wall:.1f} | {_num(mid)} [{_num(lo)}, {_num(hi)}] | "
+                     f"{gd:.2f} [{glo}, {ghi}] ({source}) | {'—' if diff is None else f'{diff:+.2f}'} | "
+                     f"{fd.get('note') or ''} |")
+        print(lines[-1], flush=True)
+    header = ["Goals (issue 28): `threshold --d D --horizon T` in <= 2 min for m = 1 (point 6), its midpoint within "
+              "0.5 of GD's (point 5).  Each row is the user's command with default numerics (a subprocess), timed "
+              "whole."]
+    return write_study("threshold_finite_d_bench", __file__, argv, rows, lines,
+                       title="The finite-d threshold at width 1: wall time and distance to GD",
+                       header=header, started=started, t0=t0, root=ROOT)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
