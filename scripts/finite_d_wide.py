@@ -3,11 +3,12 @@
 
     python scripts/finite_d_wide.py            # writes tables/finite_d_wide.{md,csv}; GD runs kept in
                                                # tables/raw/finite_d_wide_*.csv
-    python scripts/finite_d_wide.py gelu-m4    # one case (gelu-m4, x2-m4, gelu-m8)
+    python scripts/finite_d_wide.py gelu-m4    # one case (gelu-m4, x2-m4, gelu-m8, bounded-m4)
     python scripts/finite_d_wide.py --reuse gelu-m4   # the table again from the saved prediction and GD runs
 
 Phase retrieval (y = z^2, square loss), width m with a = +-1 (half +1, half -1; the rows of
-tables/paper_comparison.md): GeLU at eta = 1, horizon 200; x^2 at eta = 0.05, horizon 400.  Prediction:
+tables/paper_comparison.md): GeLU at eta = 1, horizon 200; x^2 at eta = 0.05, horizon 400.  And a bounded case: GeLU on
+the sign link y = sign(|z| - median |z|) with logistic loss, eta = 1, horizon 200.  Prediction:
 theorykit.finite_d (default ladder and anchors for m >= 3, DMFT with PATHS paths in REPLICAS replicas) at d = 400 and
 800, timed.  GD: theorykit.sweep at the same d and horizon, SEEDS seeds per delta; success = cos^2 > 1/2 between the
 hard direction and the top left singular vector of Theta by the horizon.  GD's midpoint: logistic maximum-likelihood
@@ -31,16 +32,20 @@ from theorykit.validation.stats import logistic_midpoint
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DS, SEEDS, PATHS, REPLICAS = (400, 800), 24, 16384, 4
 
+PR = ("phase-retrieval", "square")
 #: name, activation, eta, width, horizon, the prediction's delta grid, GD's deltas, root-finding steps per d after the
-#: grid (each a new delta with its ladders; 0: P on the grid, compared with GD's success fractions at the same deltas)
-CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1),
-         ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1),
-         ("gelu-m8", "gelu", 1.0, 8, 200, [6.0, 9.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 0)]
+#: grid (each a new delta with its ladders; 0: P on the grid, compared with GD's success fractions at the same deltas),
+#: (link, loss)
+CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
+         ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1, PR),
+         ("gelu-m8", "gelu", 1.0, 8, 200, [6.0, 9.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 0, PR),
+         ("bounded-m4", "gelu", 1.0, 4, 200, [9.0, 13.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1,
+          ("sign-symmetric", "logistic"))]
 
 
-def case(name, act, eta, m, horizon, grid, gd_deltas, refine, rows, lines, reuse=False):
+def case(name, act, eta, m, horizon, grid, gd_deltas, refine, link_loss, rows, lines, reuse=False):
     a = [1.0 if j % 2 == 0 else -1.0 for j in range(m)]
-    pr = tk.Problem(act, "phase-retrieval", "square", m, a=a, delta=gd_deltas[0], eta=eta, steps=horizon)
+    pr = tk.Problem(act, link_loss[0], link_loss[1], m, a=a, delta=gd_deltas[0], eta=eta, steps=horizon)
     saved = os.path.join(ROOT, "tables", "raw", f"finite_d_wide_{name}_prediction.json")
     if reuse:  # the saved prediction (its time is the original run's), e.g. after a change of the table's format
         with open(saved) as fh:
@@ -56,7 +61,8 @@ def case(name, act, eta, m, horizon, grid, gd_deltas, refine, rows, lines, reuse
         with open(saved, "w") as fh:
             json.dump(dict(fd.as_dict(), probability=fd.probability.tolist(), low=fd.low.tolist(),
                            high=fd.high.tolist(), seconds=s_fd), fh, default=float)
-    lines += [f"### {name}: {act}, width {m}, a = +-1, eta = {eta:g}, horizon {horizon}", "",
+    lines += [f"### {name}: {act}, {link_loss[0]}, {link_loss[1]} loss, width {m}, a = +-1, eta = {eta:g}, "
+              f"horizon {horizon}", "",
               f"Prediction ({s_fd / 60:.1f} min for both d, {len(fd.deltas)} deltas: {fd.deltas}, grid {grid} and "
               f"{refine} root-finding step(s) per d): "
               + "; ".join(f"delta {p['delta']:g}: " + ", ".join(
@@ -132,7 +138,8 @@ def main(argv):
             json.dump({"rows": case_rows, "lines": case_lines}, fh, default=float)
         rows += case_rows
         lines += case_lines
-    header = [f"Phase retrieval, square loss, a = +-1; prediction by theorykit.finite_d ({PATHS} paths in {REPLICAS} "
+    header = [f"Phase retrieval with square loss (and one bounded case, each section names its link and loss), "
+              f"a = +-1; prediction by theorykit.finite_d ({PATHS} paths in {REPLICAS} "
               "replicas; at width >= 3 the ladders in 2 replicas of the same paths, the bracket search and the "
               "default anchors; the root-finding steps per d are in each case's section), GD by "
               f"theorykit.sweep with {SEEDS} seeds per delta "
