@@ -294,8 +294,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     # the hard process' kernel R_u^zeta(t, s) = E[zeta^2 D^t J^t_s]: by Stein with a kink; from the propagated
     # Jacobians when they cover the whole batch (then the parameter-side recursion on (R_u^zeta, C_u^zeta) is the
     # pathwise tangents' recursion summed over paths, docs/theory.md §3.2); else pathwise tangents
-    kernel_hard = (kH > 0 and not kinked_hard and response == "direct" and NR == N and prefix is None
-                   and not window)
+    kernel_hard = kH > 0 and not kinked_hard and response == "direct" and NR == N and prefix is None
     Ru_h = np.zeros((kH, T + 1, T + 1, m, m)) if kinked_hard or kernel_hard else None
     Dh = np.zeros((T + 1, N, m, m), dtype=np.float32) if kH else None  # per-path D^t for the hard tangents
     M = np.zeros((T + 1, k, m))
