@@ -131,27 +131,22 @@ TAIL_LEVELS = (1e-5, 1e-4, 1e-3)
 #: far below the jitter of C_theta's Cholesky factor, and with u in float32 the bounded setting's DMFT diverged at
 #: step 80).  w^t = sum_s L(t, s) xi^s needs only relative precision: rounding ~1e-7, against Monte-Carlo ~1e-3.
 XI_DTYPE = np.float32
-#: the pass over the u-history is done in blocks of paths of about this many bytes, so that the block read for
-#: C_u(t, .) is still in cache for the next step's memory term (docs/theory.md §3, numerics)
-HISTORY_BLOCK_BYTES = 1 << 20
 
 
 def history_pass(U: np.ndarray, t: int, Vu: np.ndarray, R_next) -> tuple:
     """One read of the u-history U[:t+1] ((T+1, m, N)) for two products: E = Vu U^T over s <= t ((rows, (t+1) m),
     Vu (rows, N): the weighted u^t rows of C_u(t, .)) and the next step's memory term R_next U ((m, N), R_next
-    (m, (t+1) m) = R_theta(t+1, s) for s <= t; None at the last step).  Blocks of paths small enough to stay in
-    cache between the two products (HISTORY_BLOCK_BYTES)."""
+    (m, (t+1) m) = R_theta(t+1, s) for s <= t; None at the last step).  Row by row (numba,
+    :mod:`theorykit.dynamics._history`): each row is read from memory once and used for both products."""
+    from ._history import history_kernel
+
     m, N = U.shape[1], U.shape[2]
     Ut = U[:t + 1].reshape((t + 1) * m, N)
-    E = np.zeros((Vu.shape[0], (t + 1) * m))
-    mem = np.empty((m, N)) if R_next is not None else None
-    width = 1 << max(6, int(math.log2(max(HISTORY_BLOCK_BYTES // (8 * (t + 1) * m), 1))))
-    for n0 in range(0, N, width):
-        blk = Ut[:, n0:n0 + width]
-        E += Vu[:, n0:n0 + width] @ blk.T
-        if R_next is not None:
-            np.matmul(R_next, blk, out=mem[:, n0:n0 + width])
-    return E, mem
+    E = np.empty((Vu.shape[0], (t + 1) * m))
+    mem = np.empty((m, N))
+    R = np.ascontiguousarray(R_next, dtype=float) if R_next is not None else np.zeros((m, (t + 1) * m))
+    history_kernel(Ut, np.ascontiguousarray(Vu, dtype=float), R, E, mem, R_next is not None)
+    return E, (mem if R_next is not None else None)
 
 
 def driving_normals(N: int, Q: int, T: int, m: int, sampler: str, rng) -> np.ndarray:
@@ -493,6 +488,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         if progress is not None:
             progress(t)
 
+    dyadic = K = Kw = None  # the responses' histories are done with: free them before the hard process allocates
     last = T if diverged is None else diverged - 1
     S = last + 1
     idx = np.arange(S)
