@@ -444,22 +444,20 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
             # needs no location (u centred within latent nodes as below)
             uc_ = node_centred(U[t], P_node, Qn)
             Ru[t, t] = stein_equal_time(uc_ * wt, Xi[t], Ltt)
-        if kinked_hard:
+        if Ru_h is not None:
             # R_u^zeta(t, s) = E[zeta^2 du^t/dw^s]: equal time as R_u(t, t) (zeta^2 is a function of z, fixed on a
-            # path), older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t} R_u^zeta(t, s') L(s', s)
+            # path; J^t_t = I); with a kink, older lags by Stein's lemma, E[zeta^2 u^t xi^sT] = sum_{s<=s'<=t}
+            # R_u^zeta(t, s') L(s', s), else from the propagated Jacobians below
             for j in range(kH):
-                if loss_jumps:
+                if kinked_hard and loss_jumps:
                     Ru_h[j, t, t] = stein_equal_time(uc_ * (wt * zeta2[:, j]), Xi[t], Ltt)
                 else:
                     Ru_h[j, t, t] = np.einsum("nac,n->ac", Dw, wt * zeta2[:, j])
-                if t:
+                if kinked_hard and t:
                     Ru_h[j, t, :t] = stein_lags(Ex[1 + j, :, :t], Ru_h[j, t, t:t + 1], L, t, t, m)
         if kH:
             Dh[t] = np.where(alive[:, None, None], Dw, 0.0)
-        hard_kernels = None
-        if kernel_hard:
-            Ru_h[:, t, t] = np.einsum("nac,nj->jac", Dw, wt[:, None] * zeta2)  # J^t_t = I
-            hard_kernels = (Ru_h, (rwt[:, None] * zeta2[:NR]).T)
+        hard_kernels = (Ru_h, (rwt[:, None] * zeta2[:NR]).T) if kernel_hard else None
         if response == "stein":
             lo = max(0, t - W)
             if W:  # recent lags t - W <= s < t exactly, from per-path Jacobians on the whole batch
