@@ -28,6 +28,8 @@ CASES = {
     "pr-gelu": ("gelu", "phase-retrieval", "square", 1.0, 400, 150, [9, 9.5, 10, 10.5, 11, 11.5, 12]),
     "bounded": ("gelu", "sign-symmetric", "logistic", 1.0, 400, 200, [5.5, 6, 6.5, 7, 7.5, 8, 8.5]),
     "pr-x2": ("quad", "phase-retrieval", "square", 0.05, 400, 400, [3.5, 4, 4.5, 5, 5.5, 6, 6.5]),
+    # issue 28's x + x^2/2 at eta 0.25: at its eta 0.5 GD itself diverges after learning (tables/gd_divergence_check.md)
+    "pr-xq": ("x + x**2/2", "phase-retrieval", "square", 0.25, 400, 200, [7, 7.5, 8, 8.5, 9, 9.5, 10]),
 }
 
 

@@ -486,6 +486,24 @@ def test_d_truncates_the_latent_tail_at_n_equal_delta_d():
         assert r.status == "diverged" and "truncated" in r.diverged_at["hint"]
 
 
+def test_beyond_reach_paths_go_at_the_one_sample_bound(monkeypatch):
+    """With d, a path beyond the latent 1/n quantile goes once eta D / delta > 2 (the one-sample bound). At the old
+    bound 4, x + x^2/2 on phase retrieval (eta 0.25, delta 8.437, d 400: GD ran 200 steps in 16 of 16 seeds at
+    d 400 and 1600) kept tail nodes at eta D / delta ~ 3-4 whose Jacobians grow like |1 - eta D / delta|^lag, and the
+    DMFT diverged (step 95 here); at 2 it reaches T with a negligible excluded weight."""
+    from theorykit.dynamics import sample_side
+
+    kw = dict(activation="x + x**2/2", link="phase-retrieval", loss="square", eta=0.25, delta=8.437, steps=160,
+              paths=8192, replicas=4, seed=0, bias_check=False, mirror=True, d=400, processes=1)
+    assert sample_side.unstable_bound(3375) == 2.0 and sample_side.unstable_bound(None) == 4.0
+    r = dmft(**kw)
+    assert r.status == "ok" and len(r.t) == 161 and 0 < r.settings["excluded_weight"] < 1e-6
+    assert "eta D / delta > 2," in r.method["excluded"]
+    monkeypatch.setattr(sample_side, "REACH_UNSTABLE_BOUND", 4.0)
+    old = dmft(**kw)
+    assert old.status == "diverged" and old.diverged_at["step"] < 160
+
+
 def test_bounded_smooth_case_is_unchanged_by_the_truncation():
     """GeLU on the sign link: no path is unstable, so d changes no number and the solve is ok."""
     kw = dict(activation="gelu", link="sign-symmetric", delta=8.0, eta=1.0, steps=20, paths=4096, replicas=2,

@@ -365,16 +365,25 @@ def test_median_start_moves_a_bracket_end_where_the_dmft_diverges(monkeypatch):
     assert min(e["delta"] for e in fm.evaluations) >= 3.0
 
 
-def test_midpoint_truncates_where_the_dmft_is_unreliable_through_rare_paths():
+def test_midpoint_runs_the_dmft_of_n_equal_delta_d_samples(monkeypatch):
     """x + x^2/2 on phase retrieval, eta 0.5: the d -> infinity DMFT is unreliable through paths no sample of
-    n = delta d points holds (issue 27 point 4); the median start then runs the DMFT of n = delta d samples for that
-    delta (recorded as truncated_at_n) instead of dropping it."""
+    n = delta d points holds (issue 27 point 4); the median start runs the DMFT of n = delta d samples at every delta
+    (recorded as truncated_at_n), so no delta costs a d -> infinity solve, a rare-path probe and a truncated one."""
+    import theorykit.thresholds.midpoint as mod
+
+    real, seen = mod.dmft, []
+
+    def spy(problem, **kw):
+        seen.append(kw.get("d"))
+        return real(problem, **kw)
+
+    monkeypatch.setattr(mod, "dmft", spy)
     p = tk.Problem("x + x**2/2", "phase-retrieval", delta=8.0, eta=0.5, steps=10)
     fm = tk.thresholds.finite_d_midpoint(p, [400], 12, delta_range=(8.0, 12.0), paths=2048, replicas=2)
     evals = fm.as_dict()["evaluations"]
-    cut = [e for e in evals if e["truncated_at_n"] is not None]
-    assert cut and all(e["truncated_at_n"] == round(e["delta"] * 400) for e in cut)
-    assert all(np.isfinite(e["cos2"]) for e in cut)
+    assert evals and all(e["truncated_at_n"] == round(e["delta"] * 400) for e in evals)
+    assert all(np.isfinite(e["cos2"]) for e in evals)
+    assert seen and set(seen) == {400}
 
 
 def _fake_dmft(root_delta, v_scale):

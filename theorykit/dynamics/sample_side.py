@@ -20,8 +20,13 @@ from .responses import DyadicJacobians, direct_lags, node_centred, stein_equal_t
 DIVERGENCE_LIMIT = 1e8
 #: |r| above this excludes a single path (its probability weight is reported)
 PATH_LIMIT = 1e3
-#: per-sample curvature eta D / delta above this (for UNSTABLE_STEPS consecutive steps) excludes a path
+#: per-sample curvature eta D / delta above this (for UNSTABLE_STEPS consecutive steps) excludes a path of negligible
+#: probability (twice a one-sample GD mode's bound 2: numerical hygiene on the outer quadrature nodes)
 UNSTABLE_BOUND = 4.0
+#: the same bound for a path beyond the latent 1/n quantile of a finite sample (d given): the one-sample mode's own
+#: bound.  Kept while 2 < eta D / delta < 4, such a path oscillates with u bounded while its Jacobians grow like
+#: |1 - eta D / delta|^lag; through them a weight of 1e-9 came to dominate R_u (docs/theory.md §3, numerics)
+REACH_UNSTABLE_BOUND = 2.0
 UNSTABLE_STEPS = 1
 #: latent nodes with less probability than this may be excluded when their single-path dynamics is unstable
 NEGLIGIBLE_NODE = 1e-9
@@ -29,6 +34,12 @@ NEGLIGIBLE_NODE = 1e-9
 EXCLUDED_LIMIT = 1e-4
 #: significant digits to which latent radii are compared (the mirrored nodes +-z of a rule are one tie group)
 RADIUS_DIGITS = 9
+
+
+def unstable_bound(reach=None) -> float:
+    """The per-sample curvature eta D / delta above which an excludable path is dropped: REACH_UNSTABLE_BOUND with a
+    finite-sample reach n, else UNSTABLE_BOUND."""
+    return UNSTABLE_BOUND if reach is None else REACH_UNSTABLE_BOUND
 
 
 def excluded_limit(reach=None) -> float:
@@ -263,7 +274,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     # Monte-Carlo latents has weight 1/N and is never excluded), or with a reach n the latent tail beyond the 1/n
     # quantile: elsewhere an unstable path is GD's own divergence
     negligible, reach_radius = beyond_reach(batch, reach)
-    limit = excluded_limit(reach)
+    limit, bound = excluded_limit(reach), unstable_bound(reach)
     top_at_divergence = None  # consecutive steps with per-sample curvature eta D / delta > 2
     excluded, excluded_at = 0.0, None
     if exclude is not None:
@@ -366,10 +377,11 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         r = base + mem
         # Single paths at latent nodes of negligible probability (< NEGLIGIBLE_NODE: the outer Gauss-Hermite nodes,
         # y ~ 100, samples no finite-n data set contains) whose own dynamics is unstable -- per-sample curvature
-        # eta D / delta > UNSTABLE_BOUND (twice a one-sample GD mode's bound 2), or |r| > PATH_LIMIT x (1 +
-        # sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is reported (without this,
-        # sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes).  With a reach n, the
-        # excludable paths are those beyond the latent 1/n quantile instead (a sample of n points holds none of them).
+        # eta D / delta > unstable_bound(reach) (twice a one-sample GD mode's bound 2; with a reach, 2 itself), or
+        # |r| > PATH_LIMIT x (1 + sqrt(max C_theta(t,t)) + 10 |M_t|) -- are excluded and their probability weight is
+        # reported (without this, sigma = x^2, y = z^2, eta = 0.05 with 32 nodes blew up through its outer nodes).
+        # With a reach n, the excludable paths are those beyond the latent 1/n quantile instead (a sample of n points
+        # holds none of them).
         # Unstable paths of non-negligible probability are kept: they are GD's own divergence.
         with np.errstate(invalid="ignore", over="ignore"):
             rs = np.where(np.isfinite(r), r, 0.0)
@@ -384,7 +396,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                 laws[t] = {"r": rs.T.copy(), "D": (der.D if m > 1 else dmin[:, None, None].copy())}
             scale = 1.0 + math.sqrt(max(float(np.max(np.diag(par.C[t, t]))), 0.0)) + 10.0 * float(np.abs(M[t]).max())
             eta_t = etas[min(t, T - 1)] if T else 0.0
-            over = np.where(eta_t * dmax / delta > UNSTABLE_BOUND, over + 1, 0)
+            over = np.where(eta_t * dmax / delta > bound, over + 1, 0)
             bad = (~np.all(np.isfinite(r), axis=0) | (np.max(np.abs(rs), axis=0) > PATH_LIMIT * scale)
                    | ~np.isfinite(dmax) | (over >= UNSTABLE_STEPS)) & negligible
         if np.any(bad & alive):

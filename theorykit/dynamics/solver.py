@@ -65,7 +65,7 @@ from .hard_process import HARD_KERNEL_TOL, hard_subspace_basis
 from .numerics import DMFTNumerics
 from .plan import DIRECT_AUTO_FLOPS, RESPONSE_MEMORY, STEIN_MIN_ETA, Plan, make_plan
 from .result import DMFTResult
-from .sample_side import (DIVERGENCE_LIMIT, NEGLIGIBLE_NODE, PATH_LIMIT, UNSTABLE_BOUND,
+from .sample_side import (DIVERGENCE_LIMIT, NEGLIGIBLE_NODE, PATH_LIMIT, unstable_bound,
                           excluded_limit, solve_once)
 
 #: relative standard error of trace C_mu above which the hard process is flagged unreliable
@@ -502,7 +502,8 @@ def solve_method(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list, ha
                            f"{DIRECT_AUTO_FLOPS:g} multiply-adds per replica), else stein if the smallest step is >= "
                            f"{STEIN_MIN_ETA:g}, else direct on a sub-batch" if not plan.kinked else
                            "stein: the only estimator exact with a kinked activation or loss") if plan.auto else None),
-        "excluded": (f"paths whose single-sample dynamics is unstable (eta D / delta > {UNSTABLE_BOUND:g}, or |r| > "
+        "excluded": (f"paths whose single-sample dynamics is unstable (eta D / delta > "
+                     f"{unstable_bound(_reach(setup, num)):g}, or |r| > "
                      f"{PATH_LIMIT:g} x scale) are dropped where "
                      + (f"their latent node has probability < {NEGLIGIBLE_NODE:g}" if _reach(setup, num) is None else
                         f"they lie beyond the latent 1/n quantile (n = {_reach(setup, num)}: a sample of n points "
@@ -819,7 +820,9 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
     mean, hard = agg["mean"], setup.hard_basis.shape[1]
     status = "ok" if diverged is None else "diverged"
     diverged_at = None if diverged is None else {"step": diverged.step, "hint": diverged.hint}
-    if diverged is not None and not diverged.numerical and _reach(setup, num) is None:
+    # a numerical blow-up of the Jacobian responses is checked too: tail paths on a bounded oscillation (2 < eta D /
+    # delta < 4, kept by the d -> infinity DMFT) have Jacobians growing like |1 - eta D / delta|^lag (§3 numerics)
+    if diverged is not None and _reach(setup, num) is None:
         rare = _rare_paths(given, raw, setup, plan, diverged.step)
         if rare is not None:
             status, diverged_at = "unreliable", {"step": diverged.step, "hint": rare.pop("hint"), "rare_paths": rare}

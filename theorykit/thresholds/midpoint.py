@@ -55,9 +55,8 @@ class FiniteDMidpoint:
 
     midpoints: [{d, horizon, midpoint, band [lo, hi], stderr, interpolation_error, note}]; escape_time: [{delta, d, t,
     band [early, late], note}] at every delta evaluated; evaluations: [{delta, d, v_eff, v_stderr, t_match, m_half,
-    cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d when the d -> infinity DMFT was unreliable
-    through rare paths at that delta and both runs used the DMFT of n samples; else None), error}] in the order
-    evaluated; method: how it was computed."""
+    cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d: both runs are the DMFT of n samples), error}]
+    in the order evaluated; method: how it was computed."""
 
     ds: tuple
     horizon: int
@@ -153,45 +152,25 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     bar = (Progress(len(dims) * (2 * MIDPOINT_MAX_EVALUATIONS + 1), label="finite-d midpoint", unit="DMFT solves")
            if progress else None)
     tick = bar.tick if bar else (lambda: None)
-    # delta -> (v, v_se, t_match): the linear hard process, shared by every d; (delta, d) where it needed n = delta d
+    # (delta, d) -> (v, v_se, t_match): the linear hard process of the DMFT of n = delta d samples
     hard: dict[Any, tuple] = {}
-    truncated: set = set()  # the deltas whose DMFT was unreliable through rare paths and ran with n = delta d
-
-    def solve(pr, dl: float, d: int):
-        """The DMFT of ``pr``; where it is unreliable through paths beyond the 1/n quantile (a tail no sample of
-        n = delta d points holds, docs/theory.md §3 numerics), the same run truncated at n = delta d."""
-        r = dmft(pr, **opts)
-        tick()
-        if r.status == "unreliable":
-            r = dmft(pr, d=d, **opts)
-            tick()
-            truncated.add(dl)
-        return r
 
     def veff(dl: float, d: int) -> tuple:
-        if (dl if dl not in truncated else (dl, d)) not in hard:
-            pr = problem.replace(delta=dl, steps=H)
-            if dl in truncated:
-                r = dmft(pr, d=d, **opts)
-                tick()
-            else:
-                r = solve(pr, dl, d)
+        if (dl, d) not in hard:
+            r = dmft(problem.replace(delta=dl, steps=H), d=d, **opts)
+            tick()
             if r.status != "ok":
                 raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} "
                                       f"({r.diverged_at['hint']})")  # type: ignore[index]
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
             tm = matching_time(V, V_se)
-            hard[dl if dl not in truncated else (dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
-        return hard[dl if dl not in truncated else (dl, d)]
+            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
+        return hard[(dl, d)]
 
     def run(dl: float, m0: float, d: int) -> tuple:
-        """(cos^2 over t (mean), each replica's cos^2 over t)."""
-        pr = problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e])
-        if dl in truncated:
-            r = dmft(pr, d=d, **opts)
-            tick()
-        else:
-            r = solve(pr, dl, d)
+        """(cos^2 over t (mean), each replica's cos^2 over t) from the DMFT of n = delta d samples."""
+        r = dmft(problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e]), d=d, **opts)
+        tick()
         if r.status != "ok":
             raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]
@@ -214,7 +193,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
                               "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
                                                                          / math.sqrt(len(c_rep))),
-                              "truncated_at_n": round(dl * d) if dl in truncated else None, "error": ""})
+                              "truncated_at_n": round(dl * d), "error": ""})
                 return float(c[H]) - 0.5
 
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
