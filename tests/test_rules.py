@@ -340,3 +340,28 @@ def test_below_quantile_is_the_cumulative_weight_at_most_1_over_n():
     assert rules.below_quantile(v, w, 1).cut == 5 and rules.below_quantile(v, w, 1).quantile == 3.0
     with pytest.raises(TheorykitError, match="n must be >= 1"):
         rules.below_quantile(v, w, 0)
+
+
+def test_tail_quantiles_by_partition_equal_the_full_sort():
+    """weighted_quantiles at tail levels sorts only the values on that side (np.argpartition): the same values as the
+    full sort, with ties, infinities and weights far from equal; the full sort where the partition's weight falls
+    short of the level."""
+    from theorykit import rules
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        N = int(rng.integers(rules.TAIL_PARTITION_MIN, 3 * rules.TAIL_PARTITION_MIN))
+        v = rng.standard_normal(N) * np.exp(rng.standard_normal(N))
+        if trial % 3 == 0:
+            v = np.round(v, 1)
+        if trial % 5 == 0:
+            v[rng.integers(0, N, 5)] = np.inf
+        w = np.exp(3 * rng.standard_normal(N))
+        for qs in ([0.0, 1e-5, 1e-4, 1e-3], [1 - 1e-4], [0.995, 0.999], [1.0]):
+            assert rules.weighted_quantiles(v, w, qs) == rules.weighted_quantiles(v, w, qs, kind="stable")
+    # one heavy value below the partition: its weight is the whole tail, so the partition falls short
+    v = np.arange(10_000, dtype=float)
+    w = np.ones(10_000)
+    w[5000] = 1e6
+    assert rules._tail_quantiles(v, w, np.array([0.01])) is None
+    assert rules.weighted_quantiles(v, w, [0.01]) == [5000.0]

@@ -398,10 +398,44 @@ def weighted_quantiles(values, weights, qs, *, kind: str = "quicksort") -> list:
         raise TheorykitError(f"weighted_quantiles: levels must lie in [0, 1], got {qs!r}")
     if kind not in ("quicksort", "stable"):
         raise TheorykitError(f"weighted_quantiles: kind must be 'quicksort' or 'stable', got {kind!r}")
+    if kind == "quicksort" and len(v) >= TAIL_PARTITION_MIN and (q.max() <= TAIL_LEVEL or q.min() >= 1 - TAIL_LEVEL):
+        got = _tail_quantiles(v, w, q)
+        if got is not None:
+            return got
     order = np.argsort(v, kind=kind)
     v, cw = v[order], np.cumsum(w[order])
     cw /= cw[-1]
     return [float(x) for x in v[np.minimum(np.searchsorted(cw, q), len(v) - 1)]]
+
+
+#: weighted_quantiles at levels within TAIL_LEVEL of 0 or 1 sorts only the TAIL_FRACTION of the values on that side
+#: (np.argpartition), when there are at least TAIL_PARTITION_MIN, and the full sort only if they do not reach the level
+TAIL_LEVEL = 0.01
+TAIL_FRACTION = 1 / 32
+TAIL_PARTITION_MIN = 4096
+
+
+def _tail_quantiles(v: np.ndarray, w: np.ndarray, q: np.ndarray) -> Optional[list]:
+    """:func:`weighted_quantiles` at tail levels from the k = N TAIL_FRACTION values on that side, sorted: the same
+    values as the full sort's (the k smallest are its first k, ties being equal), or None where their weight does
+    not reach the level.  Upper levels: the cumulative share at the j-th of the k largest is
+    1 - (weight after it) / W."""
+    k = max(int(len(v) * TAIL_FRACTION), 1)
+    total = float(w.sum())
+    if q.max() <= TAIL_LEVEL:
+        idx = np.argpartition(v, k - 1)[:k]
+        idx = idx[np.argsort(v[idx])]
+        cw = np.cumsum(w[idx]) / total
+        if not cw[-1] >= q.max():
+            return None
+        return [float(x) for x in v[idx][np.searchsorted(cw, q)]]
+    idx = np.argpartition(v, len(v) - k)[len(v) - k:]
+    idx = idx[np.argsort(v[idx])]
+    after = np.concatenate([np.cumsum(w[idx][::-1])[::-1][1:], [0.0]]) / total  # weight after each of them
+    cw = 1.0 - after
+    if not cw[0] < q.min():  # the level may be reached before the k largest: the full sort decides
+        return None
+    return [float(x) for x in v[idx][np.minimum(np.searchsorted(cw, q), k - 1)]]
 
 
 @dataclass(frozen=True, eq=False)

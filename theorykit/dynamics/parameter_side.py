@@ -47,7 +47,9 @@ class ParameterSide:
             if self.scale[t - 1] != 1.0:
                 eta, keep = eta * self.scale[t - 1], keep * self.scale[t - 1]
             P[t] = keep * P[t - 1] - eta * np.tensordot(Ru[t - 1, :t], P[:t], axes=([0, 2], [0, 1]))
-            if t >= 2:
+            if t >= 2 and self.m == 1:  # the same product on the (t, t) planes in place (tensordot copies R's slice)
+                R[t, :t - 1, 0, 0] = keep * R[t - 1, :t - 1, 0, 0] - eta * (Ru[t - 1, :t, 0, 0] @ R[:t, :t - 1, 0, 0])
+            elif t >= 2:
                 # sum_p R_u(t-1, p) R_theta(p, s): one BLAS product (a, (p b)) x ((p b), (s c)) -> (a, s, c)
                 RR = np.tensordot(Ru[t - 1, :t], R[:t, :t - 1], axes=([0, 2], [0, 2]))
                 R[t, :t - 1] = keep * R[t - 1, :t - 1] - eta * RR.transpose(1, 0, 2)
@@ -59,7 +61,10 @@ class ParameterSide:
         P, R, C = self.P, self.R, self.C
         # C_theta(t, s) for s <= t
         row = np.tensordot(P[:t + 1], P[t] @ self.Sigma0, axes=([2], [1])).transpose(0, 2, 1)
-        if t >= 1:
+        if t >= 1 and self.m == 1:  # as below on the (t, t) planes, without tensordot's copies
+            B1 = R[t, :t, 0, 0] @ Cu[:t, :t, 0, 0]
+            row[:, 0, 0] += self.delta * (R[:t + 1, :t, 0, 0] @ B1)
+        elif t >= 1:
             # B(b) = sum_a R(t, a) C_u(a, b), b < t, as (i, b, k); then sum_b B(b) R(s, b)^T
             B = np.tensordot(R[t, :t], Cu[:t, :t], axes=([0, 2], [0, 2]))
             row = row + self.delta * np.tensordot(B, R[:t + 1, :t], axes=([1, 2], [1, 3])).transpose(1, 0, 2)
