@@ -386,7 +386,7 @@ def test_midpoint_runs_the_dmft_of_n_equal_delta_d_samples(monkeypatch):
     assert seen and set(seen) == {400}
 
 
-def _fake_dmft(root_delta, v_scale):
+def _fake_dmft(root_delta, v_scale, kept=1.0):
     """A stand-in for the DMFT with known answers: V_eff = v_scale delta^2 (constant in t) and cos^2 at the horizon
     1 / (1 + exp(-(delta - root_delta))), whatever M0 (median-start tests of the range logic only)."""
     class R:
@@ -400,6 +400,7 @@ def _fake_dmft(root_delta, v_scale):
             self.M = np.zeros((H + 1, 1, 1))
             self.M[:, 0, 0] = math.sqrt(p / (1 - p))
             self.C_theta_tt = np.ones((H + 1, 1, 1))
+            self.C_mu_init = kept ** (np.arange(H + 1) / H)[:, None, None]  # C_init(H) = kept (< 1: contracting)
             self.per_replica = {"M": np.stack([self.M * 0.99, self.M * 1.01]),
                                 "C_theta_tt": np.stack([self.C_theta_tt] * 2)}
 
@@ -407,8 +408,9 @@ def _fake_dmft(root_delta, v_scale):
 
 
 def test_median_start_moves_the_top_in_where_the_median_overlap_reaches_one(monkeypatch, capsys):
-    """Where m_1/2 >= 1 (the linear phase alone brings the overlap to O(1) at this d) the range's top moves in and the
-    note says so; a root below it is still found, one above it is reported as no midpoint (not an error, not exit 2)."""
+    """Where m_1/2 >= 1 (the linear phase alone brings the overlap to O(1) at this d, or the initial overlap decays)
+    the range's top moves in and the note says so (and which of the two); a root below it is still found, one above
+    it is reported as no midpoint (not an error, not exit 2)."""
     import theorykit.thresholds.midpoint as mp
 
     pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
@@ -417,6 +419,13 @@ def test_median_start_moves_the_top_in_where_the_median_overlap_reaches_one(monk
     mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
     assert abs(mid["midpoint"] - 3.0) < 0.1
     assert "m_1/2 is >= 1" in mid["note"] and "moved in to 9.5" in mid["note"]
+    assert "the hard direction contracts)" not in mid["note"]
+    # where the initial overlap has decayed by t_match, the note says that V_eff grew through the decay
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(3.0, 2.0, kept=1e-3))
+    mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
+    assert "(m_1/2 = 3.82; the initial overlap's variance is x0.001 at t_match = 5: the hard direction contracts)" in (
+        mid["note"])
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(3.0, 2.0))
     monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0))
     mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
     assert math.isnan(mid["midpoint"]) and mid["note"].startswith("no midpoint at d = 100")

@@ -164,7 +164,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                                       f"({r.diverged_at['hint']})")  # type: ignore[index]
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
             tm = matching_time(V, V_se)
-            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm)
+            # C_mu_init(t_match) / Sigma_0: below 1 the initial overlap has decayed (the hard direction contracts)
+            init = np.asarray(r.C_mu_init, dtype=float).reshape(len(V), -1)[:, 0]
+            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]))
         return hard[(dl, d)]
 
     def run(dl: float, m0: float, d: int) -> tuple:
@@ -184,10 +186,12 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
 
             def g(ln_dl: float, d: int = d, at: dict = at) -> float:
                 dl = float(math.exp(ln_dl))
-                v, v_se, tm = veff(dl, d)
+                v, v_se, tm, kept = veff(dl, d)
                 m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
                 if not m_half < 1:
-                    raise _CapturedAtStart(f"{dl:.4g} (m_1/2 = {m_half:.3g})")
+                    raise _CapturedAtStart(f"{dl:.4g} (m_1/2 = {m_half:.3g}" + (
+                        f"; the initial overlap's variance is x{kept:.2g} at t_match = {tm}: the hard direction "
+                        "contracts" if kept < 1 else "") + ")")
                 c, c_rep = run(dl, m_half, d)
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
@@ -231,9 +235,11 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                         + ("" if root is not None else " (no midpoint)"))
             if top:
                 note = ((note + "; " if note else "")
-                        + f"the median effective overlap m_1/2 is >= 1 at d = {d} (the linear phase alone brings the "
-                          f"overlap to O(1); the matched prediction does not apply) at delta = {', '.join(top)}: the "
-                          f"range's top moved in to {math.exp(b0):.4g}")
+                        + f"the median effective overlap m_1/2 is >= 1 at d = {d} (the matched prediction does not "
+                          f"apply: the linear phase alone brings the overlap to O(1), or, where the hard direction "
+                          f"contracts, V_eff = C_mu / C_init grows because the initial overlap decays while the noise "
+                          f"does not) at delta = {', '.join(top)}: the range's top moved in to "
+                          f"{math.exp(b0):.4g}")
             if root is not None and root.bracket is None and top and root.side < 0:
                 note = (f"no midpoint at d = {d}: P(capture by {H}) < 1/2 up to delta = {math.exp(b0):.4g}, and "
                         f"above that ({note})")
