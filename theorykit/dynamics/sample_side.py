@@ -25,7 +25,7 @@ PATH_LIMIT = 1e3
 UNSTABLE_BOUND = 4.0
 #: the same bound for a path beyond the latent 1/n quantile of a finite sample (d given): the one-sample mode's own
 #: bound.  Kept while 2 < eta D / delta < 4, such a path oscillates with u bounded while its Jacobians grow like
-#: |1 - eta D / delta|^lag; through them a weight of 1e-9 came to dominate R_u (docs/theory.md §3, numerics)
+#: |1 - eta D / delta|^lag, and through them a negligible weight can dominate R_u (docs/theory.md §3, numerics)
 REACH_UNSTABLE_BOUND = 2.0
 UNSTABLE_STEPS = 1
 #: latent nodes with less probability than this may be excluded when their single-path dynamics is unstable
