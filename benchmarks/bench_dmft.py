@@ -15,10 +15,14 @@ Sections (run all, or pick with --only):
 * hard:   the hard process' tangents alone (S = 1001 times, 8192 paths, 37 tangents, m = 1, synthetic inputs): the
           step-by-step recursion (block 1, the whole history in memory: the former code path) against the blocked,
           grouped one, beside the floor of its multiply-adds at this machine's float32 GEMM rate (measured here).
+* short:  many short solves, as the finite-d capture machinery makes them: theorykit.thresholds.finite_d at width 2
+          (GeLU, phase retrieval, deltas 4 and 30, d = 40, horizon 5, 1024 paths in 2 replicas: 162 DMFT solves) and
+          one solve of that size with processes = 1, 2 and the default, each after a warm-up in this process; the
+          finite_d call in a fresh process.
 * t1000:  the default DMFT (65536 paths, 8 replicas in 2 processes) of the bounded setting (GeLU, sign link,
           logistic, delta = 8, eta = 1) to T = 1000: wall time and the peak memory of each process.
 
-    python benchmarks/bench_dmft.py [--only speed,paths,grid,long,long2,hard,t1000] [--quick]
+    python benchmarks/bench_dmft.py [--only speed,paths,grid,long,long2,hard,short,t1000] [--quick]
 """
 from __future__ import annotations
 
@@ -147,6 +151,30 @@ def hard(quick):
           f"largest relative difference of C_mu {float(np.max(np.abs(a - b) / np.abs(a))):.1e}")
 
 
+def short(quick):
+    import theorykit as tk
+
+    p2 = tk.Problem("gelu", "phase-retrieval", "square", 2, delta=30.0, eta=1.0, steps=5, M0=[[0.1, 0.1]])
+    dmft(p2, paths=1024, replicas=2, processes=1, bias_check=False)  # warm-up: imports and compiled kernels
+    for procs in (1, 2, None):
+        t0 = time.perf_counter()
+        for _ in range(10):
+            dmft(p2, paths=1024, replicas=2, processes=procs, bias_check=False)
+        print(f"[short] one solve (m = 2, T = 5, 1024 paths, 2 replicas), processes = {procs}: "
+              f"{(time.perf_counter() - t0) / 10 * 1e3:.0f} ms")
+    # finite_d in a fresh process (what a user's command pays: nothing imported or compiled before its first solve)
+    import subprocess
+    import sys
+
+    code = ("import time; t0 = time.perf_counter(); import numpy as np, theorykit as tk; "
+            "from theorykit.thresholds import finite_d; "
+            "pr = tk.Problem('gelu', 'phase-retrieval', 'square', 2, delta=1.0, eta=1.0, steps=1); "
+            "r = finite_d(pr, [4.0, 30.0], [40], 5, paths=1024, replicas=2); "
+            "print(f'{time.perf_counter() - t0:.1f} s; P(capture by 5) = {np.round(r.probability[:, 0, -1], 4)}')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    print(f"[short] finite_d at width 2 (d = 40, horizon 5, deltas 4 and 30; a fresh process, imports included): {out}")
+
+
 def t1000(quick):
     import json
     import resource
@@ -167,7 +195,7 @@ def t1000(quick):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", default="speed,paths,grid,long,long2,hard,t1000")
+    p.add_argument("--only", default="speed,paths,grid,long,long2,hard,short,t1000")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     for name in args.only.split(","):

@@ -10,8 +10,10 @@ only together with a change that is meant to move numbers, and say so in the com
 The record is bitwise only for one BLAS kernel: OpenBLAS picks its GEMM kernel by CPU, and the phase-retrieval DMFT
 runs amplify the kernels' different rounding to ~1e-8 (measured: OPENBLAS_CORETYPE=Haswell vs the SkylakeX kernel
 moved dmft_pr_C_mu by 3.6e-8, every other output by <= 1e-12).  So the script runs itself under the generic x86-64
-kernel (OPENBLAS_CORETYPE=Prescott) with one BLAS thread (PINNED_ENV); those variables must be set before numpy loads,
-hence the re-exec.
+kernel (OPENBLAS_CORETYPE=Prescott) with one BLAS thread, and the numba kernels (fastmath: vectorised reductions,
+FMA) for the generic x86-64 CPU (NUMBA_CPU_NAME=generic: on an AMD EPYC without AVX-512 the host build moved
+dmft_x2_C_mu by 2.6e-11, the generic build matches the record to 1e-14) (PINNED_ENV); those variables must be set
+before numpy and numba load, hence the re-exec.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import os
 import sys
 
 PINNED_ENV = {"OPENBLAS_CORETYPE": "Prescott", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-              "MKL_NUM_THREADS": "1"}
+              "MKL_NUM_THREADS": "1", "NUMBA_CPU_NAME": "generic"}
 if __name__ == "__main__" and any(os.environ.get(k) != v for k, v in PINNED_ENV.items()):
     os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
               {**os.environ, **PINNED_ENV})

@@ -591,3 +591,23 @@ def test_an_overflowing_hard_process_is_nan_without_warnings():
         r = dmft(pr, paths=1024, replicas=2, bias_check=False)
     V = np.asarray(r.V_eff)[:, 0, 0]
     assert r.status == "ok" and np.isfinite(V[:10]).all() and np.isnan(V[-1])
+
+
+def test_a_short_solve_runs_its_replicas_in_this_process_with_the_same_numbers():
+    """Below SERIAL_WORK path-steps the default runs the replicas here (a forked pool costs more than such a solve:
+    finite_d at width 2 on a small case took 134 s of mostly fork tax); a larger solve still forks.  Either way the
+    numbers are those of any explicit process count (one job and one seed per replica)."""
+    import os
+
+    from theorykit.dynamics.plan import SERIAL_WORK
+
+    pr = Problem("gelu", "phase-retrieval", "square", 2, delta=8.0, eta=1.0, steps=5)
+    assert 1024 * 6 * 2 < SERIAL_WORK
+    auto = dmft(pr, paths=1024, replicas=2, bias_check=False)
+    forked = dmft(pr, paths=1024, replicas=2, bias_check=False, processes=2)
+    assert auto.settings["processes"] == 1 and forked.settings["processes"] == 2
+    assert np.array_equal(auto.gram, forked.gram) and np.array_equal(auto.C_mu, forked.C_mu)
+    if (os.cpu_count() or 1) >= 2:
+        big = Problem("gelu", "phase-retrieval", "square", 1, delta=8.0, eta=1.0, steps=40)
+        assert 8192 * 41 >= SERIAL_WORK
+        assert dmft(big, paths=16384, replicas=2, bias_check=False).settings["processes"] == 2

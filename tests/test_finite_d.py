@@ -386,9 +386,10 @@ def test_midpoint_runs_the_dmft_of_n_equal_delta_d_samples(monkeypatch):
     assert seen and set(seen) == {400}
 
 
-def _fake_dmft(root_delta, v_scale, kept=1.0):
+def _fake_dmft(root_delta, v_scale, kept=1.0, c_mu=1e30):
     """A stand-in for the DMFT with known answers: V_eff = v_scale delta^2 (constant in t) and cos^2 at the horizon
-    1 / (1 + exp(-(delta - root_delta))), whatever M0 (median-start tests of the range logic only)."""
+    1 / (1 + exp(-(delta - root_delta))), whatever M0; the linear process's variance C_mu = c_mu (median-start tests
+    of the range logic only)."""
     class R:
         def __init__(self, pr):
             H, dl = pr.steps, pr.delta
@@ -401,6 +402,7 @@ def _fake_dmft(root_delta, v_scale, kept=1.0):
             self.M[:, 0, 0] = math.sqrt(p / (1 - p))
             self.C_theta_tt = np.ones((H + 1, 1, 1))
             self.C_mu_init = kept ** (np.arange(H + 1) / H)[:, None, None]  # C_init(H) = kept (< 1: contracting)
+            self.C_mu = np.full((H + 1, 1, 1, 1), float(c_mu))
             self.per_replica = {"M": np.stack([self.M * 0.99, self.M * 1.01]),
                                 "C_theta_tt": np.stack([self.C_theta_tt] * 2)}
 
@@ -425,7 +427,6 @@ def test_median_start_moves_the_top_in_where_the_median_overlap_reaches_one(monk
     mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
     assert "(m_1/2 = 3.82; the initial overlap's variance is x0.001 at t_match = 5: the hard direction contracts)" in (
         mid["note"])
-    monkeypatch.setattr(mp, "dmft", _fake_dmft(3.0, 2.0))
     monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0))
     mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
     assert math.isnan(mid["midpoint"]) and mid["note"].startswith("no midpoint at d = 100")
@@ -436,3 +437,28 @@ def test_median_start_moves_the_top_in_where_the_median_overlap_reaches_one(monk
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "delta_1/2 = undefined (no midpoint at d = 100" in text
+
+
+def test_median_start_answers_by_the_linear_process_where_the_hard_direction_contracts(monkeypatch):
+    """Where m_1/2 >= 1 but the linear process's own median cos^2 (q_1/2 C_mu(T) / d over the Gram) stays below 1/2
+    up to T -- the hard direction contracts, so V_eff = C_mu / C_init is no initial overlap -- that delta is answered
+    by the linear process (P(capture by T) < 1/2 there), not by moving the range's top in (softplus(2x)/2 on the sign
+    link with the square loss: GD at d = 400 never escapes up to delta = 40, tables/finite_d_midpoint_vs_gd.md)."""
+    import theorykit.thresholds.midpoint as mp
+
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=10.0, eta=1.0, steps=1)
+    # m_1/2 = 0.095 delta >= 1 at 40; there C_mu = 1: median cos^2 = 0.00455 / (0.00455 + 1 / (1 - p)) < 1/2
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0, kept=1e-3, c_mu=1.0))
+    fm = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0))
+    mid, last = fm.midpoints[0], fm.evaluations[-1]
+    assert math.isnan(mid["midpoint"]) and "below 1/2 over the whole delta_range [1.5, 40]" in mid["note"]
+    assert "so the linear process answers, at delta = 40 (m_1/2 = 3.82" in mid["note"]
+    assert "moved in" not in mid["note"]
+    p40 = min(1.0 / (1.0 + math.exp(-(40.0 - 12.0))), 1 - 1e-9)  # the fake's clipped P
+    x = mp.CHI2_1_MEDIAN / 100
+    assert last["delta"] == 40.0 and last["from"] == "linear process"
+    assert abs(last["cos2"] - x / (x + 1 / (1 - p40))) < 1e-6 * x / (x + 1 / (1 - p40))
+    # with the same decay but a linear process that reaches cos^2 = 1/2 (C_mu large), the top moves in as before
+    monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0, kept=1e-3))
+    mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
+    assert "moved in to 9.5" in mid["note"] and mid["note"].startswith("no midpoint at d = 100")

@@ -140,17 +140,19 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     from theorykit.report import table as st
     from theorykit.problem import Problem
 
-    seen = []
+    seen, returned = [], []  # the pipeline's calls, and what each returned (the cell must be that answer)
     real, real_mid = th.finite_d, th.finite_d_midpoint
 
     def spy(problem, deltas, ds, horizon, **kw):
         seen.append(("grid", problem.m, list(deltas), list(ds), horizon, kw.get("paths"), kw.get("replicas")))
-        return real(problem, deltas, ds, horizon, **kw)
+        returned.append(real(problem, deltas, ds, horizon, **kw))
+        return returned[-1]
 
     def spy_mid(problem, ds, horizon, **kw):
         seen.append(("root", problem.m, list(kw.get("delta_range")), list(ds), horizon, kw.get("paths"),
                      kw.get("replicas")))
-        return real_mid(problem, ds, horizon, **kw)
+        returned.append(real_mid(problem, ds, horizon, **kw))
+        return returned[-1]
 
     monkeypatch.setattr(th, "finite_d", spy)
     monkeypatch.setattr(th, "finite_d_midpoint", spy_mid)
@@ -159,7 +161,7 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     col = st.parse_columns("finite_d@d=40:T=5")[0]
     cell = st.COMPUTE["finite_d"](pr, col, opt)
     assert seen == [("root", 1, [4.0, 30.0], [40], 5, 1024, 2)]
-    fm = real_mid(pr, [40], 5, delta_range=(4.0, 30.0), paths=1024, replicas=2)
+    fm = returned[-1]
     m = fm.midpoints[0]
     assert np.allclose([cell["value"], cell["low"], cell["high"]], [m["midpoint"], *m["band"]], equal_nan=True)
     assert cell["how"].startswith("theorykit.thresholds.finite_d_midpoint (")
@@ -172,6 +174,6 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     p2 = Problem("gelu", "phase-retrieval", "square", 2, eta=1.0, delta=1.0, steps=1)
     cell2 = st.COMPUTE["finite_d"](p2, col, opt)
     assert seen == [("grid", 2, [4.0, 30.0], [40], 5, 1024, 2)]
-    m2 = real(p2, [4.0, 30.0], [40], 5, paths=1024, replicas=2).midpoints[0]
+    m2 = returned[-1].midpoints[0]
     assert np.allclose([cell2["value"], cell2["low"], cell2["high"]], [m2["midpoint"], *m2["band"]], equal_nan=True)
     assert cell2["how"].startswith("theorykit.finite_d (") and "P(capture by T) 4: " in cell2["how"]

@@ -113,6 +113,11 @@ def _latent_size(latent: str, order: int, lk, cuts) -> int:
     return latent_rule(lk.k, lk.noisy, order, cuts if latent == "gauss-legendre" else ()).size
 
 
+#: below this many path-steps (paths per replica x replicas x (T + 1) x m) the replicas run in this process by default:
+#: a pool of forked workers costs ~0.15 s per solve, more than such a solve (tables/dmft_bench.md, 2026-12-05)
+SERIAL_WORK = 2 ** 17
+
+
 def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, response, response_paths, window, sampler,
               bias_check, processes, fine_lags="auto") -> Plan:
     """The :class:`Plan` of a solve (docs/theory.md §3, numerics): latent rule with its accuracy check, response
@@ -239,7 +244,10 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
     mem = (n_resp * bytes_per_resp if response == "direct" else 0) + n_main * (T + 1) * m * 8 * 3
     if hard_basis.shape[1]:  # per-path D^t and the tangents' history (float32), see hard_tangents
         mem += n_main * (T + 1) * m * (m + (m + HARD_RANK + HARD_RESIDUAL)) * 4
-    procs = processes or min(replicas, os.cpu_count() or 1)
+    # auto: one process per replica up to the cores, except for a solve so small that forking costs more than it
+    # saves (the same numbers either way: each replica is one job with its own seed)
+    small = n_main * replicas * (T + 1) * m < SERIAL_WORK
+    procs = processes or (1 if small else min(replicas, os.cpu_count() or 1))
     phys = physical_memory()
     if phys and mem * procs > 0.6 * phys:
         raise TheorykitError(f"the DMFT would need about {mem * procs / 2**30:.1f} GiB with {procs} parallel "

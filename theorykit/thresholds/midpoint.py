@@ -15,6 +15,11 @@ the root in delta of
 two DMFT runs per delta (the linear hard process for v_eff, then the run from m_1/2), instead of a ladder of m0 per
 delta: no interpolation between rungs, and about eight times fewer runs.  The same run gives the escape time
 t_1/2(delta, d), the first t with cos^2_t >= 1/2 (exact from t_match on, where v_eff is matched).
+
+Where m_1/2 >= 1 the median start does not apply.  If the linear hard process's own median overlap,
+cos^2_lin(t) = x / (x + |M_t|^2 + C_theta(t, t)) with x = q_1/2 C_mu(t) / d, reaches 1/2 by T, the linear phase alone
+captures (the range's top moves in); if it does not (the hard direction contracts: V_eff = C_mu / C_init is then no
+initial overlap), g(delta) = cos^2_lin(T) - 1/2 (docs/theory.md §5).
 """
 from __future__ import annotations
 
@@ -55,8 +60,9 @@ class FiniteDMidpoint:
 
     midpoints: [{d, horizon, midpoint, band [lo, hi], stderr, interpolation_error, note}]; escape_time: [{delta, d, t,
     band [early, late], note}] at every delta evaluated; evaluations: [{delta, d, v_eff, v_stderr, t_match, m_half,
-    cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d: both runs are the DMFT of n samples), error}]
-    in the order evaluated; method: how it was computed."""
+    cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d: both runs are the DMFT of n samples), from
+    ("median start", or "linear process" where m_1/2 >= 1 and the linear process's median cos^2 stays below 1/2),
+    error}] in the order evaluated; method: how it was computed."""
 
     ds: tuple
     horizon: int
@@ -166,7 +172,14 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             tm = matching_time(V, V_se)
             # C_mu_init(t_match) / Sigma_0: below 1 the initial overlap has decayed (the hard direction contracts)
             init = np.asarray(r.C_mu_init, dtype=float).reshape(len(V), -1)[:, 0]
-            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]))
+            # the linear process's own median cos^2 over t, q_1/2 C_mu(t) / d against the Gram's other part (used
+            # where m_1/2 >= 1); per replica with each replica's Gram
+            x = CHI2_1_MEDIAN * np.asarray(r.C_mu, dtype=float).reshape(len(V), -1)[:, 0] / d
+            rest = lambda M, C: np.einsum("...km,...km->...", M, M) + np.asarray(C, dtype=float)[..., 0, 0]  # noqa
+            lin = (x / (x + rest(np.asarray(r.M, dtype=float), r.C_theta_tt)),
+                   x / (x + rest(np.asarray(r.per_replica["M"], dtype=float),  # type: ignore[index]
+                                 r.per_replica["C_theta_tt"])))  # type: ignore[index]
+            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]), lin)
         return hard[(dl, d)]
 
     def run(dl: float, m0: float, d: int) -> tuple:
@@ -180,28 +193,39 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e))  # type: ignore[index]
 
     mids, esc, evals = [], [], []
+    contracting: list = []  # per d: the deltas answered by the linear process (m_1/2 >= 1, median cos^2_T < 1/2)
     try:
         for d in dims:
             at: dict[float, tuple] = {}
 
             def g(ln_dl: float, d: int = d, at: dict = at) -> float:
                 dl = float(math.exp(ln_dl))
-                v, v_se, tm, kept = veff(dl, d)
+                v, v_se, tm, kept, lin = veff(dl, d)
                 m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
-                if not m_half < 1:
+                how = "median start"
+                if not m_half < 1 and not lin[0][H] < 0.5:
                     raise _CapturedAtStart(f"{dl:.4g} (m_1/2 = {m_half:.3g}" + (
                         f"; the initial overlap's variance is x{kept:.2g} at t_match = {tm}: the hard direction "
                         "contracts" if kept < 1 else "") + ")")
-                c, c_rep = run(dl, m_half, d)
+                if not m_half < 1:
+                    # no median start (it would begin at an O(1) overlap), and the linear process's median overlap
+                    # stays below cos^2 = 1/2 up to T: the overlap is small throughout, so the linear process
+                    # answers (docs/theory.md §5, "Where the hard direction contracts")
+                    c, c_rep, how = lin[0], lin[1], "linear process"
+                    contracting.append(f"{dl:.4g} (m_1/2 = {m_half:.3g}; the initial overlap's variance is "
+                                       f"x{kept:.2g} at t_match = {tm}; median cos^2 at T: {float(c[H]):.2g})")
+                else:
+                    c, c_rep = run(dl, m_half, d)
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
                               "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
                                                                          / math.sqrt(len(c_rep))),
-                              "truncated_at_n": round(dl * d), "error": ""})
+                              "truncated_at_n": round(dl * d), "from": how, "error": ""})
                 return float(c[H]) - 0.5
 
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
             a0, b0, f_a, f_b, skipped, top = math.log(lo), math.log(hi), None, None, [], []
+            contracting.clear()
             root = None
             try:
                 # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves a quarter of the way
@@ -235,11 +259,15 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                         + ("" if root is not None else " (no midpoint)"))
             if top:
                 note = ((note + "; " if note else "")
-                        + f"the median effective overlap m_1/2 is >= 1 at d = {d} (the matched prediction does not "
-                          f"apply: the linear phase alone brings the overlap to O(1), or, where the hard direction "
-                          f"contracts, V_eff = C_mu / C_init grows because the initial overlap decays while the noise "
-                          f"does not) at delta = {', '.join(top)}: the range's top moved in to "
-                          f"{math.exp(b0):.4g}")
+                        + f"the median effective overlap m_1/2 is >= 1 and the linear process's median cos^2 "
+                          f"reaches 1/2 by t = {H} at d = {d} (the linear phase alone brings the overlap to O(1): "
+                          f"captured) at delta = {', '.join(top)}: the range's top moved in to {math.exp(b0):.4g}")
+            if contracting:
+                note = ((note + "; " if note else "")
+                        + f"the median effective overlap m_1/2 is >= 1 at d = {d} (where the initial overlap's "
+                          f"variance falls below x1, the hard direction contracts: V_eff = C_mu / C_init grows while "
+                          f"the noise C_mu does not), but the linear process's median overlap stays below cos^2 = 1/2 "
+                          f"up to t = {H}, so the linear process answers, at delta = {', '.join(contracting)}")
             if root is not None and root.bracket is None and top and root.side < 0:
                 note = (f"no midpoint at d = {d}: P(capture by {H}) < 1/2 up to delta = {math.exp(b0):.4g}, and "
                         f"above that ({note})")
@@ -286,6 +314,8 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
               "Monte-Carlo noise floor); band: +- 2 standard errors of the root (each replica's own root across the "
               "deltas evaluated), the shift from v_eff +- 2 se (through d cos^2/d ln m0, one more run) and the last "
               "bracket's interpolation error; escape time: the first t with cos^2_t >= 1/2 from m_1/2 (band: the "
-              "replicas' highest and lowest cos^2)")
+              "replicas' highest and lowest cos^2); where m_1/2 >= 1, the linear process's median cos^2_T = x / (x + "
+              "|M_T|^2 + C_theta(T, T)), x = q_1/2 C_mu(T) / d: >= 1/2 captured (the range's top moves in), < 1/2 it "
+              "answers g (evaluations marked 'linear process')")
     return FiniteDMidpoint(ds=dims, horizon=H, midpoints=tuple(mids), escape_time=tuple(esc),
                            evaluations=tuple(evals), method=method)
