@@ -458,7 +458,13 @@ def test_median_start_answers_by_the_linear_process_where_the_hard_direction_con
     x = mp.CHI2_1_MEDIAN / 100
     assert last["delta"] == 40.0 and last["from"] == "linear process"
     assert abs(last["cos2"] - x / (x + 1 / (1 - p40))) < 1e-6 * x / (x + 1 / (1 - p40))
-    # with the same decay but a linear process that reaches cos^2 = 1/2 (C_mu large), the top moves in as before
-    monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0, kept=1e-3))
-    mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
-    assert "moved in to 9.5" in mid["note"] and mid["note"].startswith("no midpoint at d = 100")
+    # with the same decay but a linear process that reaches cos^2 = 1/2 (C_mu large, or overflowed to inf: no
+    # RuntimeWarning, cos^2 -> 1), the top moves in as before
+    import warnings
+
+    for c_mu in (1e30, math.inf):
+        monkeypatch.setattr(mp, "dmft", _fake_dmft(12.0, 2.0, kept=1e-3, c_mu=c_mu))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mid = mp.finite_d_midpoint(pr, [100], 5, delta_range=(1.5, 40.0)).midpoints[0]
+        assert "moved in to 9.5" in mid["note"] and mid["note"].startswith("no midpoint at d = 100")

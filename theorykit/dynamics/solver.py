@@ -477,7 +477,9 @@ def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: f
                  f"error grows like 1/eta^2), which is the likely cause; use response='direct' (the 'auto' default)")
     elif stable and excl <= limit:
         cause = (f": the per-sample curvature stayed stable, so this is a numerical instability of the "
-                 f"{response!r} response estimator, not of GD; try response='direct' (or 'stein' with more paths)")
+                 f"{response!r} response estimator, not of GD; try "
+                 + ("more paths, or response='stein' with more paths" if response == "direct" else
+                    "response='direct' (or 'stein' with more paths)"))
     else:
         cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
     what = (f"unstable paths weighing {excl:.2g} > {limit:g} were excluded" if excl > limit

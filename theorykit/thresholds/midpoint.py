@@ -175,10 +175,16 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             # the linear process's own median cos^2 over t, q_1/2 C_mu(t) / d against the Gram's other part (used
             # where m_1/2 >= 1); per replica with each replica's Gram
             x = CHI2_1_MEDIAN * np.asarray(r.C_mu, dtype=float).reshape(len(V), -1)[:, 0] / d
-            rest = lambda M, C: np.einsum("...km,...km->...", M, M) + np.asarray(C, dtype=float)[..., 0, 0]  # noqa
-            lin = (x / (x + rest(np.asarray(r.M, dtype=float), r.C_theta_tt)),
-                   x / (x + rest(np.asarray(r.per_replica["M"], dtype=float),  # type: ignore[index]
-                                 r.per_replica["C_theta_tt"])))  # type: ignore[index]
+
+            def lin_cos2(M, C):
+                # an overflowed linear process (C_mu = inf: it grew without bound) has cos^2 -> 1; NaN stays NaN
+                rest = np.einsum("...km,...km->...", M, M) + np.asarray(C, dtype=float)[..., 0, 0]
+                with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                    return np.where(np.isposinf(x), 1.0, x / (x + rest))
+
+            lin = (lin_cos2(np.asarray(r.M, dtype=float), r.C_theta_tt),
+                   lin_cos2(np.asarray(r.per_replica["M"], dtype=float),  # type: ignore[index]
+                            r.per_replica["C_theta_tt"]))  # type: ignore[index]
             hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]), lin)
         return hard[(dl, d)]
 
