@@ -594,8 +594,8 @@ def test_an_overflowing_hard_process_is_nan_without_warnings():
 
 
 def test_a_short_solve_runs_its_replicas_in_this_process_with_the_same_numbers():
-    """Below SERIAL_WORK path-steps the default runs the replicas here (a forked pool costs more than such a solve:
-    finite_d at width 2 on a small case took 134 s of mostly fork tax); a larger solve still forks.  Either way the
+    """Below SERIAL_WORK path-steps the default runs the replicas here (a forked pool costs more than such a solve,
+    tables/dmft_bench.md); a larger solve still forks.  Either way the
     numbers are those of any explicit process count (one job and one seed per replica)."""
     import os
 

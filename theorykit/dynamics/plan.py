@@ -114,7 +114,7 @@ def _latent_size(latent: str, order: int, lk, cuts) -> int:
 
 
 #: below this many path-steps (paths per replica x replicas x (T + 1) x m) the replicas run in this process by default:
-#: a pool of forked workers costs ~0.15 s per solve, more than such a solve (tables/dmft_bench.md, 2026-12-05)
+#: a pool of forked workers costs more than such a solve (tables/dmft_bench.md)
 SERIAL_WORK = 2 ** 17
 
 

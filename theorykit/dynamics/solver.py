@@ -329,8 +329,8 @@ def _replica_worker(job: ReplicaJob) -> dict:
 
 def _preload_for_workers() -> None:
     """Load in the parent what every replica solve loads lazily (scipy.stats.qmc for the Sobol' draw, threadpoolctl,
-    the compiled u-history kernel), so that forked workers inherit it: otherwise each DMFT run's fresh workers paid
-    about 0.9 s of imports and cache loading that died with them (162 short runs of finite_d at width 2: 132 s)."""
+    the compiled u-history kernel), so that forked workers inherit it: otherwise every solve's fresh workers pay the
+    imports and the cache loading again, and lose them when they exit (measured: tables/dmft_bench.md)."""
     import scipy.special  # noqa: F401
     import scipy.stats.qmc  # noqa: F401
     import threadpoolctl  # noqa: F401
