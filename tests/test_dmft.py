@@ -612,15 +612,3 @@ def test_a_short_solve_runs_its_replicas_in_this_process_with_the_same_numbers()
         assert 8192 * 41 >= SERIAL_WORK
         assert dmft(big, paths=16384, replicas=2, bias_check=False).settings["processes"] == 2
 
-
-def test_a_numerical_divergence_suggests_the_other_estimator():
-    """Where the per-sample curvature stayed stable the hint names a remedy other than the estimator in use (it used to
-    suggest response='direct' to a direct solve)."""
-    from theorykit.dynamics.solver import _diagnose_divergence
-
-    res = [{"diverged": 44, "D_top": np.array([2.5]), "excluded": 0.0}]
-    etas = np.ones(100)
-    direct = _diagnose_divergence(res, [], etas, 2.8, "direct")
-    stein = _diagnose_divergence(res, [], etas, 2.8, "stein")
-    assert direct.numerical and "not of GD; try more paths, or response='stein'" in direct.hint
-    assert "try response='direct'" in stein.hint and "try response='direct'" not in direct.hint

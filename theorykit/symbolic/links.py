@@ -328,14 +328,20 @@ def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, see
         z, y = link.sample(n, rng)
         feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
         half = n // 2
-        vals = np.unique(round_significant(y, 12))
+        # a discrete y (<= 64 values) is binned by its values; a subsample with more than 64 already rules that out
+        # (the full np.unique sorts all n)
+        vals = np.unique(round_significant(y[:4096], 12))
+        vals = np.unique(round_significant(y, 12)) if len(vals) <= 64 else None
+        if vals is not None and len(vals) <= 64:
+            fine = np.searchsorted((vals[1:] + vals[:-1]) / 2, y)
+            coarse = {bins: (fine, len(vals)) for bins in ops}
+        else:
+            # the 500-bin edges (levels j/500) are the odd-indexed 1000-bin edges (levels 2j/1000), so that one
+            # quantile call and one search give both binnings: idx_500 = idx_1000 // 2 exactly
+            fine = np.searchsorted(np.quantile(y, np.linspace(0, 1, 1001)[1:-1]), y)
+            coarse = {1000: (fine, 1000), 500: (fine // 2, 500)}
         for bins in ops:
-            if len(vals) <= 64:
-                edges = (vals[1:] + vals[:-1]) / 2
-            else:
-                edges = np.quantile(y, np.linspace(0, 1, bins + 1)[1:-1])
-            idx = np.searchsorted(edges, y)
-            G = len(edges) + 1
+            idx, G = coarse[bins]
             means = [conditional_means(idx[part], feats[part], groups=G)[1].reshape(G, k, k) - np.eye(k)
                      for part in (slice(0, half), slice(half, n))]
             P = np.bincount(idx, minlength=G) / n
