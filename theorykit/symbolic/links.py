@@ -331,8 +331,11 @@ def delta_alg_monte_carlo(link: Link, n: int = 2_000_000, replicas: int = 8, see
         # a discrete y (<= 64 values) is binned by its values; a subsample with more than 64 already rules that out
         # (the full np.unique sorts all n)
         vals = np.unique(round_significant(y[:4096], 12))
-        vals = np.unique(round_significant(y, 12)) if len(vals) <= 64 else None
-        if vals is not None and len(vals) <= 64:
+        discrete = len(vals) <= 64
+        if discrete:
+            vals = np.unique(round_significant(y, 12))
+            discrete = len(vals) <= 64
+        if discrete:
             fine = np.searchsorted((vals[1:] + vals[:-1]) / 2, y)
             coarse = {bins: (fine, len(vals)) for bins in ops}
         else:
