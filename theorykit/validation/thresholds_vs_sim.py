@@ -35,8 +35,14 @@ CASES = [("pr-gelu", (8.0, 10.0, 12.0, 15.0), (200, 400, 800, 1600), 16, 200),
 QUICK = [("pr-gelu", (10.0, 17.0), (100, 200), 4, 40)]
 VERSION = "1"
 #: a setting whose prediction changed after its rows were computed gets its own case version (a new case key):
-#: bounded 2: the DMFT integrates its jumping link by Gauss-Legendre between the breakpoints (was Monte Carlo)
-CASE_VERSIONS = {"bounded": "2"}
+#: bounded 2: the DMFT integrates its jumping link by Gauss-Legendre between the breakpoints (was Monte Carlo);
+#: phase retrieval 2: the DMFT of n = delta d samples drops a tail path beyond the latent 1/n quantile once
+#: eta D / delta > 2 (was 4).  GD's rows do not depend on the version: see :func:`_previous_gd`
+CASE_VERSIONS = {"bounded": "2", "pr-gelu": "2", "pr-x2": "2", "pr-relu": "2", "pr-xtanh": "2", "pr-gelu-m2": "2",
+                 "pr-x2-m2-eta0.1": "2"}
+#: the simulation's columns of a row (GD alone; a new case version reuses them, see :func:`_previous_gd`)
+GD_COLUMNS = ("sim_frac", "sim_se", "sim_escaped", "sim_runs", "t_sim_median", "t_sim_q25", "t_sim_q75",
+              "seconds_sim")
 #: finite_d options per setting beyond the defaults (part of the case key): width 2 costs rays x rungs solves per delta
 FINITE_D_OPTIONS = {"pr-gelu-m2": {"m0s": (4e-3, 0.5, 8), "rays": 3, "paths": 4096},
                     "pr-x2-m2-eta0.1": {"m0s": (4e-3, 0.5, 8), "rays": 3, "paths": 4096}}
@@ -46,8 +52,24 @@ TOL = 0.1
 
 
 
+def _previous_gd(args, case) -> dict:
+    """{(delta, d): GD's columns} of this setting from the table being regenerated, under any case version, where
+    it holds every (delta, d) of the case with the same seeds and horizon (GD does not depend on the prediction's
+    version, so a new version recomputes the prediction only); {} otherwise and with --recompute."""
+    s, deltas, ds, seeds, horizon = case
+    got = {}
+    for rows in (getattr(args, "previous", None) or {}).values():
+        for r in rows:
+            if (r.get("setting") == s and int(r.get("horizon", -1)) == horizon
+                    and int(r.get("sim_runs") or -1) == seeds):
+                got[(float(r["delta"]), int(r["d"]))] = {c: r.get(c) for c in GD_COLUMNS}
+    want = {(float(dl), int(d)) for dl in deltas for d in ds}
+    return {k: got[k] for k in want} if want <= set(got) else {}
+
+
 def _case(args, case) -> dict:
-    """One setting: the prediction for every (delta, d) and the simulations, as plain rows."""
+    """One setting: the prediction for every (delta, d) and the simulations, as plain rows (GD's read back from the
+    table being regenerated where it holds them: :func:`_previous_gd`)."""
     from ..referee import sweep
 
     s, deltas, ds, seeds, horizon = case
@@ -62,7 +84,14 @@ def _case(args, case) -> dict:
     pred = {(e["delta"], e["d"]): e for e in fd.escape_time}
     info = {q["delta"]: q for q in fd.per_delta}
     rows = []
+    old_gd = _previous_gd(args, case)
     for j, d in enumerate(fd.ds):
+        if old_gd:
+            log(f"{s} d={d}: GD's rows read back from the table")
+            for i, dl in enumerate(fd.deltas):
+                rows.append(_prediction_row(s, dl, d, horizon, fd, i, j, pred, info, t_theory / len(deltas),
+                                            old_gd[(float(dl), int(d))]))
+            continue
         t1 = time.time()
         log(f"sweep {s} d={d}")
         csv = os.path.join(args.cache, "thresholds_vs_sim", f"sweep_{s}_d{d}_T{horizon}.csv")
@@ -82,20 +111,27 @@ def _case(args, case) -> dict:
             # quantiles of the empirical law itself (no interpolation: a run not escaped is +inf)
             q25, q50, q75 = (np.percentile(allt, [25, 50, 75], method="inverted_cdf") if n else [math.nan] * 3)
             med = float(q50) if n and k * 2 >= n else math.nan
-            e = pred.get((dl, d), {"t": None, "band": [None, None]})
-            p, lo, hi = (float(a[i, j, horizon]) for a in (fd.probability, fd.low, fd.high))
-            rows.append({"setting": s, "delta": dl, "d": d, "horizon": horizon, "P_pred": p, "P_low": lo,
-                         "P_high": hi, "sim_frac": frac, "sim_se": se, "sim_escaped": k, "sim_runs": n,
-                         "pass": bool(abs(p - frac) <= max(2 * se, TOL)) if n and math.isfinite(p) else None,
-                         "t_pred": e["t"], "t_pred_early": e["band"][0], "t_pred_late": e["band"][1],
-                         "t_sim_median": med, "t_sim_q25": float(q25), "t_sim_q75": float(q75),
-                         "noise_limited": info[dl]["noise_limited"], "pred_error": info[dl]["error"],
-                         "seconds_theory": t_theory / len(deltas), "seconds_sim": t_sim})
+            rows.append(_prediction_row(s, dl, d, horizon, fd, i, j, pred, info, t_theory / len(deltas),
+                                        {"sim_frac": frac, "sim_se": se, "sim_escaped": k, "sim_runs": n,
+                                         "t_sim_median": med, "t_sim_q25": float(q25), "t_sim_q75": float(q75),
+                                         "seconds_sim": t_sim}))
     mids = {m["d"]: m for m in fd.midpoints}
     for r in rows:
         m = mids[r["d"]]
         r.update(mid_pred=m["midpoint"], mid_low=m["band"][0], mid_high=m["band"][1])
     return {"rows": rows}
+
+
+def _prediction_row(s, dl, d, horizon, fd, i, j, pred, info, seconds_theory, gd) -> dict:
+    """One cell: the prediction at (delta index i, d index j) beside GD's columns ``gd``, and the pass verdict."""
+    e = pred.get((dl, d), {"t": None, "band": [None, None]})
+    p, lo, hi = (float(a[i, j, horizon]) for a in (fd.probability, fd.low, fd.high))
+    frac, se, n = _num(gd["sim_frac"]), _num(gd["sim_se"]), int(gd["sim_runs"] or 0)
+    return {"setting": s, "delta": dl, "d": d, "horizon": horizon, "P_pred": p, "P_low": lo, "P_high": hi, **gd,
+            "pass": bool(abs(p - frac) <= max(2 * se, TOL)) if n and math.isfinite(p) else None,
+            "t_pred": e["t"], "t_pred_early": e["band"][0], "t_pred_late": e["band"][1],
+            "noise_limited": info[dl]["noise_limited"], "pred_error": info[dl]["error"],
+            "seconds_theory": seconds_theory}
 
 
 def _num(v):
