@@ -297,6 +297,30 @@ def delta_alg_sphere(link: Link) -> Optional[DeltaAlg]:
     return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
 
 
+def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tuple] = None) -> Optional[DeltaAlg]:
+    """Two Gaussian variables (k = 2 noiseless, k = 1 with eps), y continuous in them: the operator from the exact
+    law of y's piecewise-linear interpolant on a triangulated mesh (:mod:`theorykit.symbolic.simplex`), its error
+    twice the change against the rule with half the cells and levels; None for other links.  A jump (sign, Heaviside,
+    floor, ceiling, a Piecewise) is smeared by the interpolant over one cell, an error the two meshes do not measure
+    (tables/delta_alg_two_variables.md), so such links are declined; ``allow_jumps`` runs the rule anyway, for that
+    comparison.  ``rule``: (cells per axis, levels) of the fine mesh (default theorykit.symbolic.simplex.RULE)."""
+    from .simplex import simplex_operator
+
+    k, n = link.k, len(link.variables)
+    if not allow_jumps and link.expr.has(sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac, sp.Piecewise):
+        return None
+
+    def response(p):
+        return link.response(p[:, :k], p[:, k] if link.noisy else None)
+
+    got = simplex_operator(response, n, k, rule)
+    if got is None:
+        return None
+    coarse, fine, how = got
+    rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
+    return _delta_alg_from_rho(rf, 2 * abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
+
+
 def _top_eigvec_sym(op: np.ndarray, k: int) -> np.ndarray:
     """The top eigenvector (as vec of a symmetric matrix) of M -> E[G M G] (op as in :func:`_spectral_radius_sym`)."""
     S = _symmetriser(k)
@@ -580,7 +604,7 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
             elif lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)
             else:
-                da = delta_alg_sphere(lk) or delta_alg_monte_carlo(lk)
+                da = delta_alg_sphere(lk) or delta_alg_simplex(lk) or delta_alg_monte_carlo(lk)
     if easy.shape[1] == 0:
         hard_da, why = None, ("no easy direction: the hard directions' threshold is delta_alg itself" if hard.shape[1]
                               else "no hard direction")
