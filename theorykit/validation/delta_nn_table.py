@@ -51,7 +51,9 @@ DYN_CASES = [("pr-gelu", (5.0, 6.5, 8.0, 10.0, 12.0, 14.0, 17.0), (25, 100), 0.0
              ("pr-relu", (4.0, 6.0, 8.0, 10.0, 14.0, 20.0), (25, 100), 0.05, 1000),
              ("pr-x2", (3.0, 4.0, 5.0, 6.5, 8.0, 11.0), (100, 400), 0.05, 1000),
              # gamma > 0 from delta = 4 up and the DMFT diverges at 3: the sign change, between 3.5 and 4
-             ("pr-x2", (3.5, 4.0), (100, 400), 0.05, 1000)]
+             ("pr-x2", (3.5, 4.0), (100, 400), 0.05, 1000),
+             # the paper's GeLU example with the centred target y = z^2 - 1 (tables/paper_comparison.md)
+             ("pr-gelu-centred", (4.0, 5.0, 6.5, 8.0, 10.0, 12.0), (25, 100), 0.05, 1000)]
 QUICK_NN = [("bounded", 40, 3, (2.0, 14.0), None, 8)]
 QUICK_DYN = [("pr-gelu", (10.0, 17.0), (20, 40), 0.05, 500)]
 #: Part 3: (setting, deltas, d values, seeds per d, horizon)
