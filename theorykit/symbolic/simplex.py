@@ -31,6 +31,8 @@ from typing import Optional
 
 import numpy as np
 
+from .sphere import MAX_LEVELS  # distinct values of y on a sample up to which y is taken as piecewise constant
+
 #: (cells per axis, levels in u) of the fine rule; the coarse rule halves both
 RULE = (1200, 2400)
 #: half-width of the mesh's square (the Gaussian mass outside is below 1e-14)
@@ -39,8 +41,6 @@ REACH = 8.0
 MIN_MASS = 1e-15
 #: vertex values within this (relative to 1 + their size) are one value (atoms; ties are separated by it)
 TIE = 1e-12
-#: distinct values of y on a sample below which the link is taken as piecewise constant (not this rule's)
-MAX_LEVELS = 64
 
 
 def _kuhn(n: int) -> list:
