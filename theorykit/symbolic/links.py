@@ -27,8 +27,8 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from ..rules import (composite_gauss_legendre, conditional_means, gauss_legendre_normal, monte_carlo_normal,
-                     quantile_bins, round_significant, tensor)
+from ..rules import (conditional_means, gauss_legendre_normal, monte_carlo_normal, quantile_bins, round_significant,
+                     tensor)
 from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point
 from .ingredients import Link, link as make_link
 
@@ -216,8 +216,9 @@ def delta_alg_grid(link: Link) -> DeltaAlg:
 
 
 def _additive_noise_scale(link: Link):
-    """s if y = h(z) + s*eps with constant s != 0, else None."""
-    if not link.noisy or link.k != 1:
+    """s if y = h(z) + s*eps with constant s != 0 and k <= 3 latent variables (the reach of
+    :func:`delta_alg_additive`), else None."""
+    if not link.noisy or link.k > max(ADDITIVE_Z_NODES):
         return None
     s = sp.diff(link.expr, cv.EPS)
     if s.free_symbols or s == 0:
@@ -225,28 +226,87 @@ def _additive_noise_scale(link: Link):
     return float(s)
 
 
-def delta_alg_additive(link: Link, s: float) -> DeltaAlg:
-    """y = h(z) + s eps: E[z^2|y] = int z^2 phi_s(y - h(z)) phi(z) dz / int phi_s(y - h(z)) phi(z) dz by quadrature
-    in z, then E_y[(E[z^2|y] - 1)^2] by quadrature in y (both composite Gauss-Legendre); error from halving."""
-    h = sp.lambdify(cv.Z, link.expr.subs(cv.EPS, 0), modules=["scipy", "numpy"])
-    vals = []
-    for nz, ny in ((2000, 4000), (4000, 8000)):
-        rz = gauss_legendre_normal(nz, 10.0, GL_ORDER)
-        tz, wz = rz.nodes[:, 0], rz.weights
-        with np.errstate(all="ignore"):
-            hz = np.broadcast_to(np.asarray(h(tz), dtype=float), tz.shape)
-        lo, hi = hz[wz > 1e-30].min() - 9 * abs(s), hz[wz > 1e-30].max() + 9 * abs(s)
-        ry = composite_gauss_legendre(ny, lo, hi, GL_ORDER)
-        ty, wy = ry.nodes[:, 0], ry.weights
-        out = 0.0
-        for chunk in np.array_split(np.arange(ny), 16):
-            K = np.exp(-0.5 * ((ty[chunk, None] - hz[None, :]) / s) ** 2) / (abs(s) * np.sqrt(2 * np.pi)) * wz
-            p = K.sum(axis=1)
-            m2 = (K * tz ** 2).sum(axis=1) / np.where(p > 0, p, 1)
-            out += np.sum(wy[chunk] * p * (m2 - 1) ** 2)
-        vals.append(out)
-    return _delta_alg_from_rho(vals[1], abs(vals[1] - vals[0]) + 1e-12,
-                               "quadrature: additive Gaussian noise, E[z^2|y] by composite Gauss-Legendre in z and y")
+#: nodes per axis of delta_alg_additive's tensor rule in z (coarse, fine), by the number k of latent variables
+ADDITIVE_Z_NODES = {1: (2000, 4000), 2: (400, 800), 3: (96, 144)}
+#: width of a panel of delta_alg_additive's y rule, in units of the noise scale |s| (fine rule; the coarse one has
+#: panels twice as wide), GL_ORDER nodes each
+ADDITIVE_Y_PANEL = 1.0
+#: the kernel phi_s(y - h) is dropped where |y - h| > ADDITIVE_CUT |s| (relative size exp(-ADDITIVE_CUT^2 / 2))
+ADDITIVE_CUT = 9.0
+#: z nodes whose weight is below this fraction of the largest are dropped
+ADDITIVE_NODE_CUT = 1e-20
+
+
+def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[np.ndarray]:
+    """E[G (x) G] (as in :func:`_numeric_G_operator`) for y = h(z) + s eps: the conditional moments
+    E[z z^T | y] = E_z[z z^T phi_s(y - h(z))] / E_z[phi_s(y - h(z))] by the tensor rule of ``nz`` composite
+    Gauss-Legendre nodes per axis in z (:func:`theorykit.rules.gauss_legendre_normal`), then E_y by composite
+    Gauss-Legendre in y on panels of width ``panel`` |s| that lie within ADDITIVE_CUT |s| of some h(z).  The z nodes
+    are sorted by h, so each block of y nodes meets only the nodes within the kernel's cut.  None where h is not
+    finite at a node of non-negligible weight."""
+    rz = tensor(gauss_legendre_normal(nz, 10.0, GL_ORDER), k)
+    z, w = rz.nodes, rz.weights
+    keep = w > ADDITIVE_NODE_CUT * w.max()
+    z, w = z[keep], w[keep]
+    with np.errstate(all="ignore"):
+        hz = np.broadcast_to(np.asarray(h(*[z[:, i] for i in range(k)]), dtype=float), w.shape)
+    if not np.all(np.isfinite(hz)):
+        return None
+    order = np.argsort(hz, kind="stable")
+    z, w, hz = z[order], w[order], hz[order]
+    pairs = [(i, j) for i in range(k) for j in range(i, k)]
+    feats = np.stack([z[:, i] * z[:, j] for i, j in pairs], axis=1)
+    a = abs(s)
+    width = panel * a
+    lo = hz[0] - ADDITIVE_CUT * a
+    # the panels of the y rule: those within the cut of a panel that holds some h(z)
+    held = np.unique(np.floor((hz - lo) / width).astype(np.int64))
+    reach = int(math.ceil(ADDITIVE_CUT / panel)) + 1
+    panels = np.unique((held[:, None] + np.arange(-reach, reach + 1)[None, :]).ravel())
+    u, wu = np.polynomial.legendre.leggauss(GL_ORDER)
+    ty = (lo + (panels[:, None] + 0.5 + 0.5 * u[None, :]) * width).ravel()
+    wy = np.broadcast_to(0.5 * width * wu[None, :], (len(panels), GL_ORDER)).ravel()
+    op = np.zeros((k, k, k, k))
+    norm = 1.0 / (a * math.sqrt(2 * math.pi))
+    for block in np.array_split(np.arange(len(ty)), max(1, len(ty) // 64)):
+        i0 = int(np.searchsorted(hz, ty[block[0]] - ADDITIVE_CUT * a))
+        i1 = int(np.searchsorted(hz, ty[block[-1]] + ADDITIVE_CUT * a, side="right"))
+        if i1 <= i0:
+            continue
+        K = np.exp(-0.5 * ((ty[block, None] - hz[None, i0:i1]) / a) ** 2) * (norm * w[i0:i1])
+        p = K.sum(axis=1)
+        M = K @ feats[i0:i1]
+        safe = np.where(p > 0, p, 1.0)
+        G = np.zeros((len(block), k, k))
+        for q, (i, j) in enumerate(pairs):
+            G[:, i, j] = G[:, j, i] = np.where(p > 0, M[:, q] / safe, 0.0)
+        G -= np.eye(k)
+        op += np.einsum("g,gij,gkl->ikjl", wy[block] * p, G, G)
+    return op.reshape(k * k, k * k)
+
+
+def delta_alg_additive(link: Link, s: float) -> Optional[DeltaAlg]:
+    """y = h(z) + s eps with k <= 3 latent variables (docs/theory.md §2, "Additive Gaussian noise"): the noise makes
+    the law of y smooth on the scale |s|, so E[z z^T | y] is a ratio of two smooth integrals over z, computed on a
+    tensor Gauss-Legendre rule, and E_y[G (x) G] by Gauss-Legendre in y (:func:`_additive_operator`).  Error: the
+    change against the coarser rule of ADDITIVE_Z_NODES and y panels twice as wide.  None where h is not finite
+    on the rule."""
+    k = link.k
+
+    def h(*zs):  # the noiseless part h(z) = y at eps = 0
+        return link.numpy(*zs, np.zeros_like(zs[0]))
+
+    (nc, nf) = ADDITIVE_Z_NODES[k]
+    coarse = _additive_operator(h, k, s, nc, 2 * ADDITIVE_Y_PANEL)
+    fine = _additive_operator(h, k, s, nf, ADDITIVE_Y_PANEL)
+    if coarse is None or fine is None:
+        return None
+    rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
+    return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)),
+                               f"quadrature: additive Gaussian noise (s = {s:g}), E[zz^T|y] by a tensor "
+                               f"Gauss-Legendre rule in z ({nf} nodes per axis) and E_y by Gauss-Legendre in y "
+                               f"(panels of width {ADDITIVE_Y_PANEL:g} s); error: against {nc} nodes per axis "
+                               "and panels twice as wide")
 
 
 def _strip_monotone(link: Link) -> tuple:
@@ -599,9 +659,9 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
         da = (_delta_alg_exact_single(lk) if lk.k == 1 else None)
         if da is None:
             s = _additive_noise_scale(lk)
-            if s is not None:
-                da = delta_alg_additive(lk, s)
-            elif lk.k == 1 and not lk.noisy:
+            da = delta_alg_additive(lk, s) if s is not None else None
+        if da is None:
+            if lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)
             else:
                 da = delta_alg_sphere(lk) or delta_alg_simplex(lk) or delta_alg_monte_carlo(lk)

@@ -7,6 +7,8 @@ in theorykit imports this package; scripts/ call it, and ``import theorykit`` do
   pass criteria :func:`within`, :func:`within_se`, :func:`within_factor`, :func:`in_band`;
 * :func:`run_jobs`, :func:`read_rows`, :func:`check_writable` -- the one resumable runner (:mod:`theorykit.runner`);
 * :mod:`.seeds` -- :func:`run_sims`, the studies' view of the one seed runner (``theorykit.referee.sweep``);
+* :mod:`.closed_forms` -- closed forms the studies and tests compare numerics with (delta_alg of a chi-square
+  plus noise);
 * the table writer is :mod:`theorykit.report.writer` (shared with ``theorykit table`` and the benchmarks);
 * the studies, each the generator behind one script (``main(argv)``; imported on demand): :mod:`.vs_sim`
   (scripts/dmft_vs_sim.py), :mod:`.dscan`, :mod:`.hessian_check`, :mod:`.delta_nn_table`, :mod:`.paper_comparison`,
