@@ -316,8 +316,6 @@ def _strip_monotone(link: Link) -> tuple:
 
     e, t = link.expr, sp.Symbol("t", real=True)
     peeled: list[str] = []
-    if link.noisy:
-        return link, peeled
     for _ in range(8):
         if e.is_Add and any(a.is_number for a in e.args):
             e, peeled = sp.Add(*[a for a in e.args if not a.is_number]), peeled + ["an added constant"]
@@ -658,8 +656,13 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     else:
         da = (_delta_alg_exact_single(lk) if lk.k == 1 else None)
         if da is None:
-            s = _additive_noise_scale(lk)
-            da = delta_alg_additive(lk, s) if s is not None else None
+            # y = g(h(z) + s eps) with g strictly monotone: conditioning on y is conditioning on h(z) + s eps
+            inner, peeled = _strip_monotone(lk)
+            s = _additive_noise_scale(inner)
+            da = delta_alg_additive(inner, s) if s is not None else None
+            if da is not None and peeled:
+                da = replace(da, method=f"y is a strictly monotone function of u = {inner.expr} ({', '.join(peeled)}),"
+                                        f" so E[zz^T | y] = E[zz^T | u]: " + da.method)
         if da is None:
             if lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)
