@@ -29,6 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = os.path.join(ROOT, "tables", "raw")
 SEEDS = 32
 THEORY_DS = (10 ** 3, 10 ** 4, 10 ** 6, 10 ** 8)
+#: the horizon constant of sigma = x^2 at eta = 0.05: T = 400 at d = 400
+X2_C = 400 / math.log(400)
 # name: (activation, link, loss, eta, delta_range, {c: theory ds}, GD: {d: deltas} at c = GD_C)
 CASES = {
     "pr-gelu": ("gelu", "phase-retrieval", "square", 1.0, (4.0, 40.0), {12.5: THEORY_DS, 25.0: (400,) + THEORY_DS},
@@ -38,6 +40,10 @@ CASES = {
     "bounded": ("gelu", "sign-symmetric", "logistic", 1.0, (3.0, 20.0), {25.0: THEORY_DS}, {}),
     "pr-relu": ("relu", "phase-retrieval", "square", 0.5, (4.0, 60.0), {25.0: THEORY_DS}, {}),
     "pr-xtanh": ("x*tanh(x)", "phase-retrieval", "square", 1.0, (1.0, 60.0), {25.0: THEORY_DS}, {}),
+    # the paper's second example (sigma = x^2, eta = 0.05): c = 400 / ln 400 puts T = 400 at d = 400, the horizon of
+    # GD's runs in tables/paper_comparison.md (at eta = 0.05, c = 25 would stop GD long before it escapes); the range
+    # starts at 3: at delta = 2.75 the run from m_1/2 diverged (d = 400, step 97) and the root search stopped there
+    "pr-x2-centred": ("quad", "z**2 - 1", "square", 0.05, (3.0, 15.0), {X2_C: (400,) + THEORY_DS}, {}),
 }
 #: GD runs shared with scripts/finite_d_midpoint_vs_gd.py (same setting, deltas, seeds and horizon)
 GD_FILES = {("pr-gelu", 400): "finite_d_midpoint_gd_pr-gelu.csv"}

@@ -4,7 +4,7 @@ import pytest
 
 import theorykit as tk
 from theorykit.symbolic.links import delta_alg_additive, make_link
-from theorykit.validation.closed_forms import delta_alg_chi2_plus_noise
+from theorykit.validation.closed_forms import delta_alg_chi2_plus_noise, delta_alg_chi2_threshold
 
 
 @pytest.mark.parametrize("spec,k,s", [("z**2 + 0.5*eps", 1, 0.5), ("z1**2 + z2**2 + 0.5*eps", 2, 0.5),
@@ -43,3 +43,14 @@ def test_a_monotone_function_of_an_additive_noise_link_is_conditioned_through_it
     b = tk.analyse_link("z1*z2 + 0.5*eps").delta_alg
     assert "strictly monotone" in a.method and "additive Gaussian noise" in a.method
     assert a.value == b.value and a.error < 1e-8
+
+
+@pytest.mark.parametrize("spec,k,s,c", [("sign(z**2 - 1 + 0.5*eps)", 1, 0.5, 1.0),
+                                        ("Heaviside(z1**2 + z2**2 - 2 + 0.5*eps)", 2, 0.5, 2.0)])
+def test_a_jump_of_a_noisy_argument_matches_its_closed_form(spec, k, s, c):
+    # y = 1(|z|^2 + s eps > c) (sign is an affine function of it): two values, each an integral of a normal CDF
+    # (before: Monte Carlo, error ~1e-2)
+    da = tk.analyse_link(spec).delta_alg
+    assert "piecewise-constant function of u" in da.method
+    assert abs(da.value - delta_alg_chi2_threshold(k, s, c)) <= da.error + 1e-10
+    assert da.error < 1e-8

@@ -285,6 +285,99 @@ def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[n
     return op.reshape(k * k, k * k)
 
 
+def _additive_levels(link: Link):
+    """(inner link u = h(z) + s eps, s, [(lo, hi, value)] intervals of u) when y = g(u) with g piecewise constant of
+    finitely many values (sign, Heaviside, floor, ... of one additive-noise argument), else None."""
+    if not link.noisy or link.k > max(ADDITIVE_Z_NODES):
+        return None
+    jumps = [a for a in link.expr.atoms(sp.sign, sp.Heaviside, sp.floor, sp.ceiling) if a.args[0].has(cv.EPS)]
+    t = sp.Symbol("t", real=True)
+    for atom in jumps:
+        u = atom.args[0]
+        s = sp.diff(u, cv.EPS)
+        if s.free_symbols or s == 0:
+            continue
+        g = sp.simplify(link.expr.subs(cv.EPS, (t - u.subs(cv.EPS, 0)) / s))
+        if g.free_symbols != {t}:
+            continue
+        try:
+            cuts = [float(sp.N(c)) for c in breakpoints(g, t)]
+        except NotClosed:
+            continue
+        if not cuts or len(cuts) > 64:
+            continue
+        gf = sp.lambdify(t, g, modules=["numpy"])
+        edges = [-math.inf] + cuts + [math.inf]
+        pieces = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            a, b = (hi - 1.0 if lo == -math.inf else lo), (lo + 1.0 if hi == math.inf else hi)
+            probe = np.asarray(gf(np.linspace(a, b, 7)[1:-1]), dtype=float)
+            if not np.all(np.isfinite(probe)) or np.ptp(probe) > 1e-12 * max(1.0, float(np.abs(probe).max())):
+                pieces = None
+                break
+            pieces.append((lo, hi, float(probe[0])))
+        if pieces:
+            inner = Link(link.name, u, link.k, link.latent)
+            return inner, float(s), pieces
+    return None
+
+
+def _level_operator(h, k: int, s: float, pieces, nz: int) -> Optional[np.ndarray]:
+    """E[G (x) G] for y = g(h(z) + s eps) with g constant on the intervals ``pieces``: for each value v,
+    P(y = v) = E_z[sum over its intervals (Phi((hi - h) / s) - Phi((lo - h) / s))] and E[zz^T 1{y = v}] alike, on the
+    tensor rule of ``nz`` nodes per axis; None where h is not finite there."""
+    from scipy.special import ndtr
+
+    rz = tensor(gauss_legendre_normal(nz, 10.0, GL_ORDER), k)
+    z, w = rz.nodes, rz.weights
+    with np.errstate(all="ignore"):
+        hz = np.broadcast_to(np.asarray(h(*[z[:, i] for i in range(k)]), dtype=float), w.shape)
+    if not np.all(np.isfinite(hz)):
+        return None
+    a = abs(s)
+    zz = np.einsum("ni,nj->nij", z, z)
+    op = np.zeros((k, k, k, k))
+    for v in sorted({val for _, _, val in pieces}):
+        mass = np.zeros_like(w)
+        for lo, hi, val in pieces:
+            if val == v:
+                # P(lo < h + s eps < hi | z); s < 0 mirrors eps, which has the same law
+                mass += ndtr((hi - hz) / a) - ndtr((lo - hz) / a)
+        P = float(w @ mass)
+        if P <= 0:
+            continue
+        G = np.einsum("n,nij->ij", w * mass, zz) / P - np.eye(k)
+        op += P * np.einsum("ij,kl->ikjl", G, G)
+    return op.reshape(k * k, k * k)
+
+
+def delta_alg_levels(link: Link) -> Optional[DeltaAlg]:
+    """y = g(h(z) + s eps), g piecewise constant with finitely many values, k <= 3 (docs/theory.md §2, "Additive
+    Gaussian noise"): y is discrete, and its probabilities and E[zz^T 1{y = v}] are smooth integrals over z of normal
+    CDFs (:func:`_level_operator`).  Error: the change against the coarser rule of ADDITIVE_Z_NODES.  None for other
+    links."""
+    got = _additive_levels(link)
+    if got is None:
+        return None
+    inner, s, pieces = got
+    k = link.k
+
+    def h(*zs):
+        return inner.numpy(*zs, np.zeros_like(zs[0]))
+
+    nc, nf = ADDITIVE_Z_NODES[k]
+    coarse, fine = _level_operator(h, k, s, pieces, nc), _level_operator(h, k, s, pieces, nf)
+    if coarse is None or fine is None:
+        return None
+    rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
+    cuts = sorted({lo for lo, _, _ in pieces if math.isfinite(lo)})
+    return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)),
+                               f"quadrature: y a piecewise-constant function of u = {inner.expr} (jumps at u = "
+                               f"{', '.join(f'{c:g}' for c in cuts)}; {len({v for _, _, v in pieces})} values), "
+                               f"P(y = v) and E[zz^T 1(y = v)] as normal CDFs integrated on a tensor Gauss-Legendre "
+                               f"rule in z ({nf} nodes per axis); error: against {nc} nodes per axis")
+
+
 def delta_alg_additive(link: Link, s: float) -> Optional[DeltaAlg]:
     """y = h(z) + s eps with k <= 3 latent variables (docs/theory.md §2, "Additive Gaussian noise"): the noise makes
     the law of y smooth on the scale |s|, so E[z z^T | y] is a ratio of two smooth integrals over z, computed on a
@@ -663,6 +756,8 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
             if da is not None and peeled:
                 da = replace(da, method=f"y is a strictly monotone function of u = {inner.expr} ({', '.join(peeled)}),"
                                         f" so E[zz^T | y] = E[zz^T | u]: " + da.method)
+        if da is None and lk.noisy:
+            da = delta_alg_levels(lk)
         if da is None:
             if lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)

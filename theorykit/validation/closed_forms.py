@@ -32,3 +32,23 @@ def delta_alg_chi2_plus_noise(k: int, s: float) -> tuple:
         v, e = integrate.quad(outer, a, b, epsabs=0, epsrel=1e-12, limit=400)
         rho, err = rho + v, err + e
     return 1 / rho, err / rho ** 2
+
+
+def delta_alg_chi2_threshold(k: int, s: float, c: float) -> float:
+    """delta_alg of y = 1{|z|^2 + s eps > c}, z ~ N(0, I_k): y takes two values, E[zz^T | y = v] = (E[x | v] / k) I
+    with x = |z|^2 ~ chi2_k, and P(y = 1 | x) = Phi((x - c) / s); rho = sum_v P_v (E[x | v] / k - 1)^2 by adaptive
+    quadrature in r = sqrt(x)."""
+    norm = 1.0 / (2 ** (k / 2 - 1) * special.gamma(k / 2))
+
+    def moment(power, upper):
+        def f(r):
+            p = special.ndtr((r * r - c) / s)
+            return norm * r ** (k - 1) * math.exp(-r * r / 2) * r ** (2 * power) * (p if upper else 1 - p)
+        pts = [math.sqrt(c)] if c > 0 else None
+        return integrate.quad(f, 0, 40, points=pts, epsabs=0, epsrel=1e-13, limit=400)[0]
+
+    rho = 0.0
+    for upper in (True, False):
+        P = moment(0, upper)
+        rho += P * (moment(1, upper) / P / k - 1) ** 2
+    return 1 / rho
