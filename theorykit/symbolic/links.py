@@ -308,15 +308,16 @@ def _additive_levels(link: Link):
             continue
         gf = sp.lambdify(t, g, modules=["numpy"])
         edges = [-math.inf] + cuts + [math.inf]
-        pieces = []
+        pieces: list[tuple[float, float, float]] = []
+        constant = True
         for lo, hi in zip(edges[:-1], edges[1:]):
             a, b = (hi - 1.0 if lo == -math.inf else lo), (lo + 1.0 if hi == math.inf else hi)
             probe = np.asarray(gf(np.linspace(a, b, 7)[1:-1]), dtype=float)
             if not np.all(np.isfinite(probe)) or np.ptp(probe) > 1e-12 * max(1.0, float(np.abs(probe).max())):
-                pieces = None
+                constant = False
                 break
             pieces.append((lo, hi, float(probe[0])))
-        if pieces:
+        if constant and pieces:
             inner = Link(link.name, u, link.k, link.latent)
             return inner, float(s), pieces
     return None
