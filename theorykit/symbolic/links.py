@@ -237,13 +237,9 @@ ADDITIVE_CUT = 9.0
 ADDITIVE_NODE_CUT = 1e-20
 
 
-def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[np.ndarray]:
-    """E[G (x) G] (as in :func:`_numeric_G_operator`) for y = h(z) + s eps: the conditional moments
-    E[z z^T | y] = E_z[z z^T phi_s(y - h(z))] / E_z[phi_s(y - h(z))] by the tensor rule of ``nz`` composite
-    Gauss-Legendre nodes per axis in z (:func:`theorykit.rules.gauss_legendre_normal`), then E_y by composite
-    Gauss-Legendre in y on panels of width ``panel`` |s| that lie within ADDITIVE_CUT |s| of some h(z).  The z nodes
-    are sorted by h, so each block of y nodes meets only the nodes within the kernel's cut.  None where h is not
-    finite at a node of non-negligible weight."""
+def _noiseless_part_on_rule(h, k: int, nz: int):
+    """(z (N, k), weights (N,), h(z) (N,)) on the tensor rule of ``nz`` composite Gauss-Legendre nodes per axis times
+    the normal density, nodes below ADDITIVE_NODE_CUT of the largest weight dropped; None where h is not finite."""
     rz = tensor(gauss_legendre_normal(nz, 10.0, GL_ORDER), k)
     z, w = rz.nodes, rz.weights
     keep = w > ADDITIVE_NODE_CUT * w.max()
@@ -252,6 +248,20 @@ def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[n
         hz = np.broadcast_to(np.asarray(h(*[z[:, i] for i in range(k)]), dtype=float), w.shape)
     if not np.all(np.isfinite(hz)):
         return None
+    return z, w, hz
+
+
+def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[np.ndarray]:
+    """E[G (x) G] (as in :func:`_numeric_G_operator`) for y = h(z) + s eps: the conditional moments
+    E[z z^T | y] = E_z[z z^T phi_s(y - h(z))] / E_z[phi_s(y - h(z))] by the tensor rule of ``nz`` composite
+    Gauss-Legendre nodes per axis in z (:func:`theorykit.rules.gauss_legendre_normal`), then E_y by composite
+    Gauss-Legendre in y on panels of width ``panel`` |s| that lie within ADDITIVE_CUT |s| of some h(z).  The z nodes
+    are sorted by h, so each block of y nodes meets only the nodes within the kernel's cut.  None where h is not
+    finite at a node of non-negligible weight."""
+    got = _noiseless_part_on_rule(h, k, nz)
+    if got is None:
+        return None
+    z, w, hz = got
     order = np.argsort(hz, kind="stable")
     z, w, hz = z[order], w[order], hz[order]
     pairs = [(i, j) for i in range(k) for j in range(i, k)]
@@ -329,12 +339,10 @@ def _level_operator(h, k: int, s: float, pieces, nz: int) -> Optional[np.ndarray
     tensor rule of ``nz`` nodes per axis; None where h is not finite there."""
     from scipy.special import ndtr
 
-    rz = tensor(gauss_legendre_normal(nz, 10.0, GL_ORDER), k)
-    z, w = rz.nodes, rz.weights
-    with np.errstate(all="ignore"):
-        hz = np.broadcast_to(np.asarray(h(*[z[:, i] for i in range(k)]), dtype=float), w.shape)
-    if not np.all(np.isfinite(hz)):
+    got = _noiseless_part_on_rule(h, k, nz)
+    if got is None:
         return None
+    z, w, hz = got
     a = abs(s)
     zz = np.einsum("ni,nj->nij", z, z)
     op = np.zeros((k, k, k, k))
