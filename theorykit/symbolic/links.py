@@ -237,28 +237,32 @@ ADDITIVE_CUT = 9.0
 ADDITIVE_NODE_CUT = 1e-20
 
 
-def _noiseless_part_on_rule(h, k: int, nz: int):
-    """(z (N, k), weights (N,), h(z) (N,)) on the tensor rule of ``nz`` composite Gauss-Legendre nodes per axis times
-    the normal density, nodes below ADDITIVE_NODE_CUT of the largest weight dropped; None where h is not finite."""
+def _noiseless_part_on_rule(link: Link, nz: int):
+    """(z (N, k), weights (N,), h(z) (N,)), h(z) the link's y at eps = 0, on the tensor rule of ``nz`` composite
+    Gauss-Legendre nodes per axis times the normal density, nodes below ADDITIVE_NODE_CUT of the largest weight
+    dropped; None where h is not finite."""
+    k = link.k
     rz = tensor(gauss_legendre_normal(nz, 10.0, GL_ORDER), k)
     z, w = rz.nodes, rz.weights
     keep = w > ADDITIVE_NODE_CUT * w.max()
     z, w = z[keep], w[keep]
     with np.errstate(all="ignore"):
-        hz = np.broadcast_to(np.asarray(h(*[z[:, i] for i in range(k)]), dtype=float), w.shape)
+        hz = np.broadcast_to(np.asarray(link.numpy(*[z[:, i] for i in range(k)], np.zeros(len(w))), dtype=float),
+                             w.shape)
     if not np.all(np.isfinite(hz)):
         return None
     return z, w, hz
 
 
-def _additive_operator(h, k: int, s: float, nz: int, panel: float) -> Optional[np.ndarray]:
+def _additive_operator(link: Link, s: float, nz: int, panel: float) -> Optional[np.ndarray]:
     """E[G (x) G] (as in :func:`_numeric_G_operator`) for y = h(z) + s eps: the conditional moments
     E[z z^T | y] = E_z[z z^T phi_s(y - h(z))] / E_z[phi_s(y - h(z))] by the tensor rule of ``nz`` composite
     Gauss-Legendre nodes per axis in z (:func:`theorykit.rules.gauss_legendre_normal`), then E_y by composite
     Gauss-Legendre in y on panels of width ``panel`` |s| that lie within ADDITIVE_CUT |s| of some h(z).  The z nodes
     are sorted by h, so each block of y nodes meets only the nodes within the kernel's cut.  None where h is not
     finite at a node of non-negligible weight."""
-    got = _noiseless_part_on_rule(h, k, nz)
+    k = link.k
+    got = _noiseless_part_on_rule(link, nz)
     if got is None:
         return None
     z, w, hz = got
@@ -333,13 +337,14 @@ def _additive_levels(link: Link):
     return None
 
 
-def _level_operator(h, k: int, s: float, pieces, nz: int) -> Optional[np.ndarray]:
+def _level_operator(link: Link, s: float, pieces, nz: int) -> Optional[np.ndarray]:
     """E[G (x) G] for y = g(h(z) + s eps) with g constant on the intervals ``pieces``: for each value v,
     P(y = v) = E_z[sum over its intervals (Phi((hi - h) / s) - Phi((lo - h) / s))] and E[zz^T 1{y = v}] alike, on the
     tensor rule of ``nz`` nodes per axis; None where h is not finite there."""
     from scipy.special import ndtr
 
-    got = _noiseless_part_on_rule(h, k, nz)
+    k = link.k
+    got = _noiseless_part_on_rule(link, nz)
     if got is None:
         return None
     z, w, hz = got
@@ -371,11 +376,8 @@ def delta_alg_levels(link: Link) -> Optional[DeltaAlg]:
     inner, s, pieces = got
     k = link.k
 
-    def h(*zs):
-        return inner.numpy(*zs, np.zeros_like(zs[0]))
-
     nc, nf = ADDITIVE_Z_NODES[k]
-    coarse, fine = _level_operator(h, k, s, pieces, nc), _level_operator(h, k, s, pieces, nf)
+    coarse, fine = _level_operator(inner, s, pieces, nc), _level_operator(inner, s, pieces, nf)
     if coarse is None or fine is None:
         return None
     rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
@@ -395,12 +397,9 @@ def delta_alg_additive(link: Link, s: float) -> Optional[DeltaAlg]:
     on the rule."""
     k = link.k
 
-    def h(*zs):  # the noiseless part h(z) = y at eps = 0
-        return link.numpy(*zs, np.zeros_like(zs[0]))
-
     (nc, nf) = ADDITIVE_Z_NODES[k]
-    coarse = _additive_operator(h, k, s, nc, 2 * ADDITIVE_Y_PANEL)
-    fine = _additive_operator(h, k, s, nf, ADDITIVE_Y_PANEL)
+    coarse = _additive_operator(link, s, nc, 2 * ADDITIVE_Y_PANEL)
+    fine = _additive_operator(link, s, nf, ADDITIVE_Y_PANEL)
     if coarse is None or fine is None:
         return None
     rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
