@@ -3,11 +3,12 @@
 
     python scripts/stationary_state_check.py   # writes tables/stationary_state.{md,csv}
 
-Per setting (m = 1, eta = 1): the stationary state (theorykit.dynamics.stationary.stationary_state, both root
-selections: "continuation", the default, and "global"); the DMFT at T = 400 (default paths and replicas, the
-standard error over replicas); GD at d = 2000 run for T = 2000 steps with the hard direction projected out after
-every step (simulate(..., constrained=True)), SEEDS seeds (mean and standard error over seeds).  Columns: train and
-test loss and Theta^T Theta (the Gram) for each.
+Per setting (eta = 1, width m = 1 or 2): the stationary state (theorykit.dynamics.stationary.stationary_state, both
+root selections at m = 1: "continuation", the default, and "global"); the DMFT at T = 400 (default paths and
+replicas, the standard error over replicas); GD at d = 2000 run for T = 2000 steps with the hard direction projected
+out after every step (simulate(..., constrained=True)), SEEDS seeds (mean and standard error over seeds).  Columns:
+train and test loss and Theta^T Theta (the Gram; at m = 2 its diagonal and off-diagonal entries, "gram_11" and
+"gram_12") for each.
 """
 from __future__ import annotations
 
@@ -23,10 +24,20 @@ from theorykit.dynamics.stationary import stationary_state
 from theorykit.report.writer import now, write_study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = [("gelu", "z**2 - 1", "square", 8.0), ("gelu", "phase-retrieval", "square", 10.0),
-         ("gelu", "sign-symmetric", "logistic", 8.0), ("relu", "phase-retrieval", "square", 10.0)]
+CASES = [("gelu", "z**2 - 1", "square", 8.0, 1), ("gelu", "phase-retrieval", "square", 10.0, 1),
+         ("gelu", "sign-symmetric", "logistic", 8.0, 1), ("relu", "phase-retrieval", "square", 10.0, 1),
+         ("gelu", "sign-symmetric", "logistic", 8.0, 2), ("gelu", "z**2 - 1", "square", 8.0, 2)]
 T_DMFT, T_GD, D_GD, SEEDS = 400, 2000, 2000, 4
 KEYS = ("train_loss", "test_loss", "gram")
+
+
+def entries(key: str, value, m: int) -> list:
+    """(name, float) of a quantity: a loss as it is; the Gram's (0, 0) entry, and at m = 2 also its (0, 1) entry."""
+    v = np.asarray(value, float)
+    if key != "gram":
+        return [(key, float(np.ravel(v)[0]))]
+    v = v.reshape(m, m)
+    return [("gram", float(v[0, 0]))] if m == 1 else [("gram_11", float(v[0, 0])), ("gram_12", float(v[0, 1]))]
 
 
 def fmt(v, se=None):
@@ -37,27 +48,30 @@ def main(argv):
     started, t0 = now(), time.perf_counter()
     rows, lines = [], ["| setting | delta | quantity | stationary (continuation) | stationary (global) | "
                        f"DMFT T = {T_DMFT} | GD d = {D_GD}, T = {T_GD} ({SEEDS} seeds) |", "|---" * 7 + "|"]
-    for act, link, loss, delta in CASES:
-        p = tk.Problem(act, link, loss, delta=delta, eta=1.0, steps=T_DMFT)
+    for act, link, loss, delta, m in CASES:
+        p = tk.Problem(act, link, loss, delta=delta, eta=1.0, steps=T_DMFT, width=m)
         st = stationary_state(p)
-        glob = stationary_state(p, select="global")
+        glob = stationary_state(p, select="global") if m == 1 else None
         res = tk.dmft(p, bias_check=False)
         gd = [tk.simulate(p.replace(steps=T_GD), d=D_GD, seed=s, constrained=True) for s in range(SEEDS)]
         for key in KEYS:
-            sv = float(np.ravel(getattr(st, key))[0])
-            gv = float(np.ravel(getattr(glob, key))[0])
-            dv = float(np.ravel(getattr(res, key)[T_DMFT])[0])
-            dse = float(np.ravel(np.asarray(res.stderr[key])[T_DMFT])[0])
-            g = np.array([float(np.ravel(np.asarray(getattr(r, key))[T_GD])[0]) for r in gd])
-            gm, gse = float(g.mean()), float(g.std(ddof=1) / math.sqrt(len(g)))
-            err = float(st.error.get(key, st.error.get("q", math.nan)))
-            rows.append(dict(activation=act, link=link, loss=loss, delta=delta, quantity=key, stationary=sv,
-                             stationary_error=err, stationary_global=gv, dmft=dv, dmft_stderr=dse, gd=gm,
-                             gd_stderr=gse))
-            lines.append(f"| {act}, {link}, {loss} | {delta:g} | {key} | {fmt(sv)} | {fmt(gv)} | {fmt(dv, dse)} | "
-                         f"{fmt(gm, gse)} |")
-        print(f"{act} {link} done", flush=True)
-    header = ["The DMFT's t -> infinity state from the stationary equations (docs/theory.md §3.4), m = 1, eta = 1, "
+            err = float(st.error.get(key, st.error.get("q", math.nan)))  # the largest entry's change
+            dses = dict(entries(key, np.asarray(res.stderr[key])[T_DMFT], m))
+            gds = [dict(entries(key, np.asarray(getattr(r, key))[T_GD], m)) for r in gd]
+            gvs = dict(entries(key, getattr(glob, key), m)) if glob is not None else {}
+            for name, sv in entries(key, getattr(st, key), m):
+                dv = dict(entries(key, getattr(res, key)[T_DMFT], m))[name]
+                g = np.array([x[name] for x in gds])
+                gm, gse = float(g.mean()), float(g.std(ddof=1) / math.sqrt(len(g)))
+                gv = gvs.get(name, math.nan)
+                rows.append(dict(activation=act, link=link, loss=loss, width=m, delta=delta, quantity=name,
+                                 stationary=sv, stationary_error=err,
+                                 stationary_global=gv, dmft=dv, dmft_stderr=dses[name], gd=gm, gd_stderr=gse))
+                glob_txt = fmt(gv) if glob is not None else "—"
+                lines.append(f"| {act}, {link}, {loss}, m = {m} | {delta:g} | {name} | {fmt(sv)} | {glob_txt} | "
+                             f"{fmt(dv, dses[name])} | {fmt(gm, gse)} |")
+        print(f"{act} {link} m = {m} done", flush=True)
+    header = ["The DMFT's t -> infinity state from the stationary equations (docs/theory.md §3.4), eta = 1, "
               "against the DMFT run to T = 400 and GD at d = 2000 run to convergence with the hard direction projected "
               "out.  'continuation' follows each sample's proximal point from c = 0 (the default); 'global' takes the "
               "lowest local minimum.  stationary_error in the CSV: the difference against the coarser rule."]

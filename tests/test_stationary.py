@@ -46,10 +46,48 @@ def test_unknown_selection_is_refused():
         stationary_state(tk.Problem("linear", "z", delta=3.0, eta=0.2, steps=10), select="lowest")
 
 
-def test_width_two_is_refused_in_one_line():
-    p = tk.Problem("gelu", "phase-retrieval", width=2, delta=8.0, eta=1.0, steps=10)
-    with pytest.raises(TheorykitError, match="m = 1 only"):
-        stationary_state(p)
+def test_width_three_and_a_global_selection_at_width_two_are_refused_in_one_line():
+    with pytest.raises(TheorykitError, match="m <= 2"):
+        stationary_state(tk.Problem("gelu", "phase-retrieval", width=3, delta=8.0, eta=1.0, steps=10))
+    with pytest.raises(TheorykitError, match="width 1"):
+        stationary_state(tk.Problem("gelu", "phase-retrieval", width=2, delta=8.0, eta=1.0, steps=10),
+                         select="global")
+
+
+@pytest.mark.parametrize("a", [(1.0, 1.0), (1.0, -1.0)])
+def test_width_two_linear_model_is_the_ridge_estimator_with_twice_the_ridge(a):
+    """Two linear neurons, f = (a1 theta1 + a2 theta2)^T x / 2: at the fixed point ridge (theta1 - a1 a2 theta2) = 0,
+    so theta_j = a_j w with w the one-neuron ridge estimator at ridge 2 lambda (the exact long-time limit of
+    theorykit.dynamics.linear_gd, no part of the stationary solver).  The neurons' difference is forgotten, so Q is
+    singular: the equations' relative form must still converge.  (1, 1) runs the exchange-symmetric unknowns, (1, -1)
+    the general ones."""
+    p = tk.Problem("linear", "z", delta=3.0, ridge=1 / 6, eta=0.2, steps=10, width=2, a=list(a))
+    st = stationary_state(p, order=8, check_order=0, g_nodes=32)
+    ex = linear_gd_limit(delta=3.0, eta=0.2, steps=4000, ridge=2 / 6)
+    sign = np.array(a)
+    assert st.status == "ok" and st.M.shape == (1, 2) and st.gram.shape == (2, 2)
+    assert np.abs(st.M[0] - sign * ex.M[-1]).max() < 1e-7
+    assert np.abs(st.gram - np.outer(sign, sign) * ex.gram[-1]).max() < 1e-7
+    assert abs(st.train_loss - ex.train_loss[-1]) < 1e-7 and abs(st.test_loss - ex.test_loss[-1]) < 1e-7
+
+
+def test_exchangeable_neurons_give_an_exchange_symmetric_state_and_a_law_of_width_two():
+    """a = (1, 1), b = 0: the state is invariant under the exchange of the neurons (the quadrature in the sum and
+    difference coordinates of g keeps the symmetry exactly), every equation holds (not only the symmetric ones), and
+    the static law feeds the width-2 Hessian theory."""
+    from theorykit.spectra.hessian import hessian_prediction
+
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", width=2, delta=8.0, eta=1.0, steps=10)
+    st = stationary_state(p, order=16, check_order=12, g_nodes=32)
+    assert st.status == "ok" and st.residual < 1e-8
+    for X in (st.c, st.q, st.chi_u):
+        assert X.shape == (2, 2) and abs(X[0, 0] - X[1, 1]) < 1e-10 * abs(X[0, 0]) and X[0, 1] == X[1, 0]
+    assert st.nonconvex > 0.1  # GeLU with a logistic loss: the per-sample problem is not convex everywhere
+    assert st.error["q"] < 0.1 * abs(st.q).max()
+    law = stationary_law(st)
+    assert law.m == 2 and law.D.shape[1:] == (2, 2)
+    pred = hessian_prediction(law)
+    assert np.isfinite(pred.edge)
 
 
 def test_convex_per_sample_problem_has_no_branch_jumps():
@@ -122,11 +160,39 @@ def test_threshold_nn_alone_is_the_stationary_delta_star(capsys):
     assert "delta_NN (stationary) = delta*(infinity)" in text(r)
 
 
-def test_threshold_nn_alone_refuses_width_two_and_a_psd_hessian(capsys):
+def test_threshold_nn_alone_refuses_width_three_and_a_psd_hessian(capsys):
     from theorykit.cli import main
 
     base = ["threshold", "--link", "phase-retrieval", "--eta", "1", "--nn"]
-    assert main([*base, "--activation", "gelu", "--width", "2"]) == 2
-    assert "needs --width 1" in capsys.readouterr().err
+    assert main([*base, "--activation", "gelu", "--width", "3"]) == 2
+    assert "needs --width <= 2" in capsys.readouterr().err
     assert main([*base, "--activation", "relu"]) == 2
     assert "--dyn" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["bounded-m2", "bounded-m1"])
+def test_merged_static_law_gives_the_same_hessian_prediction(case, monkeypatch):
+    """Without easy directions D depends on the latent only through y, and the Hessian's hard block is linear in
+    zeta zeta^T: the law with the latent nodes of equal y merged (what a large width-2 law is handed over as) predicts
+    the same edge, outliers and overlaps as the paths themselves.  (Truncated at a finite n the two differ by the
+    paths of weight below the law's floor, which merging lifts above it: the discretisation's tail, not the law.)"""
+    import theorykit.dynamics.stationary as stationary_module
+    from theorykit.spectra.hessian import hessian_prediction
+
+    if case == "bounded-m2":
+        p, kw, d = tk.Problem("gelu", "sign-symmetric", "logistic", width=2, delta=12.0, eta=1.0, steps=1), \
+            dict(order=16, g_nodes=32), None
+    else:
+        p, kw, d = tk.Problem("gelu", "sign-symmetric", "logistic", delta=12.0, eta=1.0, steps=1), dict(order=24), None
+    st = stationary_state(p, check_order=0, **kw)
+    monkeypatch.setattr(stationary_module, "LAW_MERGE_ABOVE", 10 ** 9)
+    whole = hessian_prediction(stationary_law(st, d=d))
+    monkeypatch.setattr(stationary_module, "LAW_MERGE_ABOVE", 0)
+    merged_law = stationary_law(st, d=d)
+    assert len(merged_law.weights) < len(st.weights)
+    merged = hessian_prediction(merged_law)
+    assert merged.edge == pytest.approx(whole.edge, rel=1e-8, abs=1e-10)
+    assert len(merged.outliers) == len(whole.outliers) >= 1
+    for a, b in zip(merged.outliers, whole.outliers):
+        assert a.lam == pytest.approx(b.lam, rel=1e-7, abs=1e-9)
+        assert a.overlap2 == pytest.approx(b.overlap2, rel=1e-6, abs=1e-8)

@@ -13,7 +13,7 @@ or null), comparator {name, value, why} (what delta_NN is compared with: delta_a
 directions), delta_star [{t, d, value, stderr, dof, interpolation_error, interval95, edge, outlier,
 overlap2, truncation_n, bracket, unbounded, tried, method, D_low, error}], with --nn also delta_nn {value, stderr,
 criterion, converged, evidence {definition, rule, by_t, lower_bound, sequence, increments, settled, unbounded,
-truncation, note}} (--nn alone, width 1: delta_nn {value, stderr null, error_bound, criterion "stationary",
+truncation, note}} (--nn alone, width <= 2: delta_nn {value, stderr null, error_bound, criterion "stationary",
 converged, evidence {definition, rule, bracket, edge, outlier, overlap2, separation, separation_bracket,
 truncation_n, tried, states, method, note}}), with --dyn also delta_dyn {value, stderr, criterion, gamma [{delta,
 value, stderr, t_range, points}], t_range, definition, reason, method},
@@ -67,7 +67,7 @@ def add_parser(sub):
     p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
                    help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
     p.add_argument("--nn", type=integer(2), nargs="?", const=0, default=None, metavar="T_MAX",
-                   help="also delta_NN: alone (width 1), delta*(infinity) at the stationary state GD converges to "
+                   help="also delta_NN: alone (width <= 2), delta*(infinity) at the stationary state GD converges to "
                         "(criterion 'stationary', converged by construction); with T_MAX >= 2, lim delta*(t) from "
                         "delta*(t) on a geometric t grid up to T_MAX (the same DMFT scan as --t), with its "
                         "convergence rule and evidence")
@@ -98,6 +98,7 @@ def add_parser(sub):
 def run(args) -> dict:
     from ..errors import TheorykitError
     from ..errors import NoAnswer
+    from ..dynamics.stationary import G_NODES
     from ..thresholds import delta_star, spectral_inapplicable
 
     t0 = time.perf_counter()
@@ -129,9 +130,9 @@ def run(args) -> dict:
     asked = sorted(set(args.t or []))
     nn_times = []
     stationary_nn = args.nn == 0
-    if stationary_nn and args.width != 1:
-        raise TheorykitError(f"argument --nn: delta*(infinity) from the stationary state needs --width 1 (got "
-                             f"{args.width}); give --nn T_MAX for the long-time DMFT sequence")
+    if stationary_nn and args.width not in G_NODES:
+        raise TheorykitError(f"argument --nn: delta*(infinity) from the stationary state needs --width <= "
+                             f"{max(G_NODES)} (got {args.width}); give --nn T_MAX for the long-time DMFT sequence")
     if args.nn is not None and not stationary_nn:
         from ..thresholds import NN_FIRST_T, geometric_times
 

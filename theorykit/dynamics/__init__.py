@@ -5,7 +5,7 @@ forward in time), ``parameter_side`` (the linear Gaussian recursion), ``hard_pro
 (:class:`DMFTResult`), ``solver`` (:func:`dmft`, the front door: replicas, standard errors, settings), ``schedule``
 (:func:`flow_schedule`), ``scan`` (:func:`dmft_scan`: a list of delta with common random numbers); exact cases:
 ``closed_form`` (t = 0, 1 for polynomial models) and ``linear_gd`` (the linear model's Marchenko-Pastur limit);
-the t -> infinity state from stationary equations: ``stationary`` (:func:`stationary_state`, m = 1).
+the t -> infinity state from stationary equations: ``stationary`` (:func:`stationary_state`, m <= 2).
 What the DMFT predicts at a finite d (capture) is a threshold question: :mod:`theorykit.thresholds.capture`.
 """
 from .closed_form import ClosedFormDMFT, dmft_closed_form

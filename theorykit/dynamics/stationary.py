@@ -1,40 +1,45 @@
 """The DMFT's t -> infinity state, from stationary equations (docs/theory.md §3.4 "The stationary state").
 
 When GD converges (d -> infinity first), every kernel becomes time-translation invariant and the sums over the past
-become integrated responses.  For width m = 1 the state is three scalars and the easy overlaps:
+become integrated responses.  For width m the state is three symmetric m x m matrices and the easy overlaps:
 
-    omega = M^T z + sqrt(q) g,   g ~ N(0, 1) independent of (z, eps)          (the Gaussian part w^t -> w^infinity)
-    r     = omega - c F(r, y)                                                  (the memory term -> -c u)
-    u = F(r, y),   D = D(r, y),   chi_u = E[D / (1 + c D)]                     (integrated R_u: E[du/domega])
+    omega = M^T z + Q^(1/2) g,   g ~ N(0, I_m) independent of (z, eps)         (the Gaussian part w^t -> w^infinity)
+    r     = omega - C F(r, y)                                                  (the memory term -> -C u)
+    u = F(r, y),   D = D(r, y),   chi_u = E[D (I + C D)^{-1}]                  (integrated R_u: E[du/domega])
 
-    c     = 1 / (delta (ridge + chi_u))                                        (integrated -R_theta)
-    q     = delta c^2 E[u^2]                                                   (C_theta(infinity, infinity))
-    0     = ridge M + E[z u]                                                   (the overlap's fixed point)
+    C     = (ridge I + chi_u)^{-1} / delta                                     (integrated -R_theta)
+    Q     = delta C E[u u^T] C                                                 (C_theta(infinity, infinity))
+    0     = ridge M + E[z u^T]                                                 (the overlap's fixed point)
 
-(the parameter side's theta = -(ridge + chi_u)^{-1} g / delta with E[g^2] = delta E[u^2], once P_t -> 0).  The
-per-sample equation r + c F(r, y) = omega is the stationarity condition of phi(r) = (r - omega)^2 / (2c) + l(y, f(r)):
-r is a proximal point of the per-sample loss.  Where phi is not convex (square loss on a non-linear sigma: D < 0 is
-possible) it can have several local minima; the one taken is the branch the dynamics follows: the memory coefficient
-grows from 0 along the run, so r is continued from r = omega (c = 0) along a geometric ladder of c up to its
-value, by safeguarded Newton descent on phi at each rung (a branch that ends at a fold descends to the next
-minimum).  Each path's 1 + c D > 0 at the end (a local minimum), which keeps chi_u finite.
+(the parameter side's theta = -(ridge I + chi_u)^{-1} g / delta with E[g g^T] = delta E[u u^T], once P_t -> 0).  At
+m = 1, C = c, Q = q and chi_u are scalars.  The per-sample equation r + C F(r, y) = omega is the stationarity condition
+of phi(r) = (r - omega)^T C^{-1} (r - omega) / 2 + l(y, f(r)): r is a proximal point of the per-sample loss.  Where
+phi is not convex (square loss on a non-linear sigma: D not positive semi-definite) it can have several local minima;
+the one taken is the branch the dynamics follows: the memory grows from 0 along the run, so r is continued from
+r = omega (C = 0) along a geometric ladder of multiples of C up to C, by safeguarded Newton descent on phi at each rung
+(a branch that ends at a fold descends to the next minimum).  Each path's I + C D is then positive definite (a local
+minimum), which keeps chi_u finite.  Two exchangeable neurons (equal second-layer weights and biases) are
+exchangeable at every t of the DMFT, so the root is sought among exchange-symmetric states, with a quadrature that
+keeps the symmetry exactly (below).
 
-Below the interpolation threshold (zero training loss reachable) c -> infinity, q depends on the initialisation,
+Below the interpolation threshold (zero training loss reachable) C -> infinity, Q depends on the initialisation,
 and the equations have no solution: the state reports status "init-dependent" and the long-time DMFT is the
 fall-back.  The integrals are tensor Gauss-Hermite (Gauss-Legendre between a link's breakpoints) over (z, eps)
-times composite Gauss-Legendre over g (the branch can jump in g); every output carries the difference against a
-coarser latent rule as its error.
+times composite Gauss-Legendre in each coordinate of g (the branch can jump in g; at m = 2 in the sum and difference
+coordinates, so that the diagonal g1 = g2, where two exchangeable neurons' branch jumps, is a panel boundary); every
+output carries the difference against a coarser rule as its error.  Without easy directions the state sees the
+latent only through y, and latent nodes with equal y are merged while solving.
 
-The integrated response is taken in Stein's form, chi_u = E[g u] / sqrt(q) (= E[du/domega], integrating by parts in
+The integrated response is taken in Stein's form, chi_u = E[u g^T] Q^(-1/2) (= E[du/domega], integrating by parts in
 g): it keeps the jumps of the proximal branch in omega and the Dirac terms of kinks, which the smooth part
-E[D / (1 + c D)] misses (GeLU on phase retrieval, delta 10: 0.169 against 0.258; with the smooth part the solution
-moved by 10% between quadrature rules, with Stein's form by < 1e-3).
+E[D (I + C D)^{-1}] misses (GeLU on phase retrieval, delta 10: 0.169 against 0.258; with the smooth part the
+solution moved by 10% between quadrature rules, with Stein's form by < 1e-3).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -46,38 +51,44 @@ __all__ = ["StationaryState", "stationary_state"]
 
 #: nodes per axis of the latent rule (z, eps) and of the Gaussian part g
 STATIONARY_ORDER = 48
-#: nodes of the composite Gauss-Legendre rule in g (the proximal branch can jump in g: Gauss-Hermite converges slowly)
-G_NODES = 256
+#: composite Gauss-Legendre nodes per coordinate of g by width m: (the solve's, the error check's) -- the proximal
+#: branch can jump in g, where Gauss-Hermite converges slowly; at m = 2 the rule is the tensor square
+G_NODES = {1: (256, 256), 2: (128, 96)}
 #: the g rule's range [-G_WIDTH, G_WIDTH]
 G_WIDTH = 8.0
 #: rungs of the geometric ladder in c along which each path's proximal point is continued from r = omega
 LADDER = 8
+#: the Newton stop (relative step) on the rungs before the last; the last rung stops at 1e-9
+RUNG_TOL = 1e-4
 #: c beyond this (relative to 1 / (delta E[D] at the start)) means the equations have no finite solution
 C_MAX = 1e8
+#: a static law with more paths than this is handed to the Hessian theory with the latent nodes of equal y merged
+#: (:meth:`StationaryState.law_samples`; width 2: 10^5 - 10^6 paths otherwise)
+LAW_MERGE_ABOVE = 2 ** 17
 
 
 @dataclass(frozen=True, eq=False)
 class StationaryState:
-    """The t -> infinity state of the DMFT (module docstring), m = 1.
+    """The t -> infinity state of the DMFT (module docstring), width m <= 2.
 
-    status: "ok" | "init-dependent" (c runs to infinity: below the interpolation threshold the limit depends on the
+    status: "ok" | "init-dependent" (C runs to infinity: below the interpolation threshold the limit depends on the
     initialisation) | "no-solution" (the solver did not converge); message: one line.  c: the integrated response
-    -sum_s R_theta(infinity, s); chi_u: sum_s R_u(infinity, s) = E[D / (1 + c D)]; q: C_theta(infinity, infinity); M
-    (k, 1): the latent overlap (hard rows 0); gram (1, 1) = M^T M + q; train_loss, test_loss; residual: the largest
-    relative residual of the three equations; error: {key: |value - the same state on the coarser rule|}; method: the
-    quadrature, in words; weights (N,), r (N, 1), y (N,), z (N, k), D (N, 1, 1): the static law of one sample at
-    t = infinity (what the Hessian theory integrates against: :func:`theorykit.thresholds.stationary.stationary_law`);
-    nonconvex: the weight of paths
-    whose phi has D < 0 somewhere on the continuation (the root selection mattered only there); chi_u_smooth:
-    E[D / (1 + c D)], the integrated response without the branch's jumps (equal to chi_u where phi is convex);
+    -sum_s R_theta(infinity, s); chi_u: sum_s R_u(infinity, s) = E[du/domega]; q: C_theta(infinity, infinity) -- each
+    a float at m = 1 and an (m, m) array at m = 2; M (k, m): the latent overlap (hard rows 0); gram (m, m) = M^T M + q;
+    train_loss, test_loss; residual: the largest relative residual of the equations; error: {key: the largest
+    |value - the same state on the coarser rule|}; method: the quadrature, in words; weights (N,), r (N, m), y (N,),
+    z (N, k), D (N, m, m): the static law of one sample at t = infinity (what the Hessian theory integrates against:
+    :func:`theorykit.thresholds.stationary.stationary_law`); nonconvex: the weight of paths whose D is not positive
+    semi-definite somewhere on the continuation (the root selection mattered only there); chi_u_smooth:
+    E[D (I + C D)^{-1}], the integrated response without the branch's jumps (equal to chi_u where phi is convex);
     select: the root selection ("continuation" or "global")."""
 
     problem: object
     status: str
     message: str
-    c: float
-    chi_u: float
-    q: float
+    c: Any  # float (m = 1) or (m, m) array
+    chi_u: Any
+    q: Any
     M: np.ndarray
     gram: np.ndarray
     train_loss: float
@@ -91,29 +102,81 @@ class StationaryState:
     z: np.ndarray = field(repr=False)
     D: np.ndarray = field(repr=False)
     nonconvex: float = 0.0
-    chi_u_smooth: float = math.nan
+    chi_u_smooth: Any = math.nan
     select: str = "continuation"
-    omega: Optional[np.ndarray] = field(default=None, repr=False)  # (N,) the Gaussian part M^T z + sqrt(q) g per path
+    omega: Optional[np.ndarray] = field(default=None, repr=False)  # (N, m) the Gaussian part M^T z + q^(1/2) g
     c_ref: float = math.nan  # the scale the continuation ladder starts from
+    layout: tuple = ()  # (L, N_g): path i is latent node i // N_g times g node i % N_g
+    easy_free: bool = False  # no easy direction: omega does not involve z, and the state sees the latent through y
 
     def as_dict(self) -> dict:
         """JSON-ready summary (the law's arrays left out)."""
-        return {"status": self.status, "message": self.message, "c": self.c, "chi_u": self.chi_u, "q": self.q,
-                "M": self.M.tolist(), "gram": self.gram.tolist(), "train_loss": self.train_loss,
+        def plain(v):
+            return v.tolist() if isinstance(v, np.ndarray) else v
+
+        return {"status": self.status, "message": self.message, "c": plain(self.c), "chi_u": plain(self.chi_u),
+                "q": plain(self.q), "M": self.M.tolist(), "gram": self.gram.tolist(), "train_loss": self.train_loss,
                 "test_loss": self.test_loss, "residual": self.residual, "error": dict(self.error),
-                "method": self.method, "nonconvex": self.nonconvex, "chi_u_smooth": self.chi_u_smooth,
+                "method": self.method, "nonconvex": self.nonconvex, "chi_u_smooth": plain(self.chi_u_smooth),
                 "select": self.select,
                 "problem": self.problem.as_dict() if self.problem is not None else None}
 
     def lam_min_pushed(self, factor: float) -> np.ndarray:
-        """(N,) D at every path with its latent pushed outward, z -> factor z (y = h(factor z) with the noise at 0),
-        and its proximal point solved again at the same omega and c: the support of the static law, for the tail
-        verdict (:func:`theorykit.spectra.hessian.support_tail`).  Unlike the DMFT's law at a finite t, r is not
-        held fixed: at t = infinity it follows y."""
+        """(N,) the smallest eigenvalue of D at every path with its latent pushed outward, z -> factor z (y =
+        h(factor z) with the noise at 0), and its proximal point solved again at the same omega and C: the support of
+        the static law, for the tail verdict (:func:`theorykit.spectra.hessian.support_tail`).  Unlike the DMFT's law
+        at a finite t, r is not held fixed: at t = infinity it follows y."""
         lk = self.problem.link_obj
-        y = lk.response(factor * self.z)
-        r, _, D, _ = _Prox(self.problem.network, y).solve(self.omega, self.c, self.c_ref, self.select)
-        return D
+        C = np.atleast_2d(self.c)
+        if not (self.easy_free and self.layout):
+            y = lk.response(factor * self.z)
+            return _lam_min(_Prox(self.problem.network, y).solve(self.omega, C, self.c_ref, self.select)[2])
+        # omega is the same g grid under every latent node: solve once per distinct pushed y and map back
+        L, Ng = self.layout
+        y_lat = lk.response(factor * self.z[::Ng])
+        y_s, inv = np.unique(y_lat, return_inverse=True)
+        _, _, D, _ = _Prox(self.problem.network, np.repeat(y_s, Ng)).solve(np.tile(self.omega[:Ng], (len(y_s), 1)),
+                                                                         C, self.c_ref, self.select)
+        return _lam_min(D)[(inv[:, None] * Ng + np.arange(Ng)[None, :]).ravel()]
+
+    def without_law(self) -> "StationaryState":
+        """The same state without its static law's arrays (what a start at a nearby delta needs: c, q, M)."""
+        from dataclasses import replace
+
+        m, k = self.problem.m, self.problem.k
+        return replace(self, weights=np.zeros(0), r=np.zeros((0, m)), y=np.zeros(0), z=np.zeros((0, k)),
+                       D=np.zeros((0, m, m)), omega=None, layout=())
+
+    def law_samples(self) -> tuple:
+        """(weights (N',), D (N', m, m), zeta (N', kH), radius (N',)): the static law as the Hessian theory reads it.
+        Without easy directions and above LAW_MERGE_ABOVE paths, the latent nodes with equal y are one node (D is the
+        same on them), carrying E[zeta zeta^T | y] by kH weighted vectors (the columns of its square root, times
+        sqrt(kH)) and the root mean square of |z| as the radius: the hard block E[(zeta zeta^T) (x) g(D, S)] of the
+        Hessian theory is linear in zeta zeta^T, so this is exact there; otherwise the paths as they are."""
+        hb = np.asarray(self.problem.analysis.hard_basis, float).reshape(self.problem.k, -1)
+        zeta = self.z @ hb
+        radius = np.linalg.norm(self.z, axis=1)
+        if not (self.easy_free and self.layout) or len(self.weights) <= LAW_MERGE_ABOVE:
+            return self.weights, self.D, zeta, radius
+        L, Ng = self.layout
+        kH = zeta.shape[1]
+        wl = self.weights.reshape(L, Ng).sum(axis=1)  # the latent weights (times the g rule's total mass)
+        y_s, first, inv = np.unique(self.y[::Ng], return_index=True, return_inverse=True)
+        wu = np.bincount(inv, weights=wl)
+        zl = zeta[::Ng]
+        Z = np.zeros((len(y_s), kH, kH))
+        np.add.at(Z, inv, wl[:, None, None] * zl[:, :, None] * zl[:, None, :])
+        Z /= np.maximum(wu, 1e-300)[:, None, None]
+        lam, V = np.linalg.eigh(Z)
+        roots = V * np.sqrt(np.maximum(lam, 0.0))[:, None, :] * math.sqrt(kH)  # (U, kH, kH): columns sum to Z kH
+        rad = np.sqrt(np.bincount(inv, weights=wl * radius[::Ng] ** 2) / np.maximum(wu, 1e-300))
+        gw = self.weights[:Ng] / wl[0]  # the g rule's weights (every latent node carries the same g rule)
+        rows = (first[:, None] * Ng + np.arange(Ng)[None, :]).ravel()  # (U Ng,) one latent node of each y
+        U = len(y_s)
+        w = (np.outer(wu, gw).ravel()[:, None] * np.full((1, kH), 1.0 / kH)).ravel()
+        D = np.repeat(self.D[rows], kH, axis=0)
+        zt = np.repeat(np.transpose(roots, (0, 2, 1)), Ng, axis=0).reshape(U * Ng * kH, kH)
+        return w, D, zt, np.repeat(np.repeat(rad, Ng), kH)
 
     def path_law(self):
         """The static law as a :class:`theorykit.PathLaw` (t = -1 stands for t = infinity)."""
@@ -127,95 +190,172 @@ class StationaryState:
 
 
 def _rule(problem, order: int, g_nodes: int):
+    """The two factors of the tensor rule over (z, eps) x g: the latent rule of the link (z (L, k), y (L,), weights
+    (L,)) and composite Gauss-Legendre in each of the m coordinates of g (nodes (N_g, m), weights (N_g,)), and the
+    method in words."""
     from ..symbolic.links import link_breakpoints
 
     lk = problem.link_obj
+    m = problem.m
     cuts = link_breakpoints(lk) if lk.k == 1 else []
     lat = latent_rule(lk.k, lk.noisy, order, cuts)
     g = gauss_legendre_normal(g_nodes, G_WIDTH)
-    nodes = np.repeat(lat.nodes, g.size, axis=0)
-    G = np.tile(g.nodes[:, 0], lat.size)
-    w = np.outer(lat.weights, g.weights).ravel()
-    z = nodes[:, :lk.k]
-    eps = nodes[:, lk.k] if lk.noisy else None
-    y = lk.response(z, eps)
-    return z, y, G, w, f"{lat.method} in the latent, times {g.method} in g"
+    grids = np.meshgrid(*([g.nodes[:, 0]] * m), indexing="ij")
+    gn = np.stack([a.ravel() for a in grids], axis=1)
+    gw = np.ones(1)
+    for _ in range(m):
+        gw = np.outer(gw, g.weights).ravel()
+    if m == 2:
+        # the tensor rule in the sum and difference coordinates ((g1 + g2, g1 - g2) / sqrt 2, the law is rotation
+        # invariant): the exchange of the neurons is the mirror g1 - g2 -> -(g1 - g2), under which the rule is
+        # symmetric to the last bit, and no node lies on the diagonal g1 = g2, where the per-sample problem of two
+        # exchangeable neurons is symmetric and its proximal branch jumps (the diagonal is a panel boundary).  Order:
+        # the nodes with g1 > g2, then their mirror images in the same order (what _state's mirror relies on)
+        gn = gn @ (np.array([[1.0, 1.0], [1.0, -1.0]]) / math.sqrt(2.0))
+        upper = gn[:, 0] > gn[:, 1]
+        gn = np.concatenate([gn[upper], gn[upper][:, ::-1]])
+        gw = np.concatenate([gw[upper], gw[upper]])
+    z = lat.nodes[:, :lk.k]
+    y = lk.response(z, lat.nodes[:, lk.k] if lk.noisy else None)
+    tensor = "" if m == 1 else " (tensor product in the sum and difference coordinates of g)"
+    return z, y, lat.weights, gn, gw, f"{lat.method} in the latent, times {g.method} in g{tensor}"
+
+
+# ---- small symmetric matrices (m <= 2 explicit): the state's C, Q and chi are m x m, the per-sample Hessians too
+def _sym(v: np.ndarray, m: int) -> np.ndarray:
+    """The symmetric m x m matrix with upper triangle v (row by row)."""
+    S = np.zeros((m, m))
+    S[np.triu_indices(m)] = v
+    return S + np.triu(S, 1).T
+
+
+def _triu(A: np.ndarray) -> np.ndarray:
+    return A[np.triu_indices(A.shape[-1])]
+
+
+def _spd_fun(A: np.ndarray, fun) -> np.ndarray:
+    """fun applied to the eigenvalues of a symmetric matrix (exp, log, sqrt)."""
+    lam, V = np.linalg.eigh((A + A.T) / 2)
+    return (V * fun(lam)) @ V.T
+
+
+def _lam_min(A: np.ndarray) -> np.ndarray:
+    """(N,) smallest eigenvalue of (N, m, m) symmetric matrices."""
+    m = A.shape[-1]
+    if m == 1:
+        return A[:, 0, 0]
+    if m == 2:
+        a, b, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 1]
+        return (a + d) / 2 - np.sqrt(((a - d) / 2) ** 2 + b * b)
+    return np.linalg.eigvalsh(A)[:, 0]
+
+
+def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(N, m): A^{-1} b for (N, m, m) A and (N, m) b."""
+    m = A.shape[-1]
+    if m == 1:
+        return b / A[:, 0]
+    if m == 2:
+        a, c, e, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 0], A[:, 1, 1]
+        det = a * d - c * e
+        return np.stack([(d * b[:, 0] - c * b[:, 1]) / det, (a * b[:, 1] - e * b[:, 0]) / det], axis=1)
+    return np.linalg.solve(A, b[..., None])[..., 0]
+
+
+def _quad(v: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """(N,) v^T A v / 2 for (N, m) v and a symmetric m x m A."""
+    if A.shape == (1, 1):
+        return 0.5 * float(A[0, 0]) * v[:, 0] ** 2
+    return 0.5 * np.sum((v @ A) * v, axis=1)
 
 
 class _Prox:
-    """The per-sample proximal points r(omega, c) continued from c = 0 (module docstring)."""
+    """The per-sample proximal points r(omega, C) continued from C = 0 (module docstring); r, omega (N, m)."""
 
     def __init__(self, net, y):
         self.net, self.y = net, y
 
     def _eval(self, r, idx=None):
         y = self.y if idx is None else self.y[idx]
-        der = self.net.evaluate(r[:, None], y)
-        return der.loss, der.F[:, 0], der.l2 * der.grad_f[:, 0] ** 2 + der.curv[:, 0]
+        der = self.net.evaluate(r, y)
+        return der.loss, der.F, der.D
 
-    def solve(self, omega: np.ndarray, c: float, c0: float, select: str = "continuation"):
+    def solve(self, omega: np.ndarray, C: np.ndarray, c0: float, select: str = "continuation"):
+        """(r, F, D, nonconvex): the proximal point of every path at the memory matrix C, continued along the ladder
+        C_j = (c_j / c) C with c the largest eigenvalue of C and c_j geometric from min(c0, c) 1e-3 to c."""
         r = omega.copy()
         nonconvex = np.zeros(len(r), bool)
+        c = float(np.linalg.eigvalsh(C)[-1])
         cs = np.geomspace(min(c0, c) * 1e-3, c, LADDER) if c > 0 else np.array([])
         with np.errstate(all="ignore"):
-            for ck in cs:
-                r, Dk = self._descend(r, omega, float(ck))
-                nonconvex |= Dk < 0
+            for j, ck in enumerate(cs):
+                # the rungs before the last only keep each path on its branch: a looser stop suffices there
+                r, Dk = self._descend(r, omega, C * (float(ck) / c), tol=1e-9 if j == len(cs) - 1 else RUNG_TOL)
+                nonconvex |= _lam_min(Dk) < 0
             if select == "global":
-                r = self._global(r, omega, c)
+                r = self._global(r, omega, C)
             loss, F, D = self._eval(r)
         return r, F, D, nonconvex
 
-    def _phi(self, r, omega, c):
-        return (r - omega) ** 2 / (2 * c) + self._eval(r)[0]
+    def _phi(self, r, omega, Ci, idx=None):
+        dr = r - omega
+        return _quad(dr, Ci) + self._eval(r, idx)[0]
 
-    def _global(self, r, omega, c, points: int = 96):
-        """The lowest local minimum of phi among descents from the continued point and from the best of a grid
-        spanning omega, the continued point and omega - c F(omega), widened by 3 on both sides."""
-        _, F0, _ = self._eval(omega)
+    def _global(self, r, omega, C, points: int = 96):
+        """Width 1: the lowest local minimum of phi among descents from the continued point and from the best of a
+        grid spanning omega, the continued point and omega - c F(omega), widened by 3 on both sides."""
+        c = float(C[0, 0])
+        r, omega = r[:, 0], omega[:, 0]
+        _, F0, _ = self._eval(omega[:, None])
+        F0 = F0[:, 0]
         lo = np.minimum(np.minimum(omega, r), omega - c * F0) - 3.0
         hi = np.maximum(np.maximum(omega, r), omega - c * F0) + 3.0
-        best, best_phi = r, self._phi(r, omega, c)
+        Ci = np.array([[1.0 / c]])
+        best, best_phi = r, self._phi(r[:, None], omega[:, None], Ci)
         grid = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, points)[None, :]
-        vals = np.stack([self._phi(grid[:, j], omega, c) for j in range(points)], axis=1)
+        vals = np.stack([self._phi(grid[:, j, None], omega[:, None], Ci) for j in range(points)], axis=1)
         start = grid[np.arange(len(r)), np.argmin(np.where(np.isfinite(vals), vals, np.inf), axis=1)]
-        cand, _ = self._descend(start, omega, c)
-        pc = self._phi(cand, omega, c)
+        cand, _ = self._descend(start[:, None], omega[:, None], C)
+        pc = self._phi(cand, omega[:, None], Ci)
         better = pc < best_phi - 1e-12 * (1.0 + np.abs(best_phi))
-        return np.where(better, cand, best)
+        return np.where(better[:, None], cand, best[:, None])
 
-    def _descend(self, r, omega, c, iters: int = 100):
-        """Safeguarded Newton on phi(r) = (r - omega)^2 / (2c) + l(y, f(r)) from r, path by path: a Newton step where
-        phi'' > 0, a gradient step of length c elsewhere, halved until phi does not increase.  A path is done when
-        its Newton step is below 1e-9 (1 + |omega|) (taken without a line search: quadratic convergence puts it at
-        rounding) or when no halving decreases phi."""
+    def _descend(self, r, omega, C, iters: int = 100, tol: float = 1e-9):
+        """Safeguarded Newton on phi(r) = (r - omega)^T C^{-1} (r - omega) / 2 + l(y, f(r)) from r, path by path: a
+        Newton step where phi's Hessian C^{-1} + D is positive definite, a gradient step C grad elsewhere, halved
+        until phi does not increase.  A path is done when its Newton step is below tol (1 + |omega|) (max norms;
+        taken without a line search: quadratic convergence puts it at rounding) or when no halving decreases phi."""
         r = r.copy()
+        Ci = np.linalg.inv(C)
         idx = np.arange(len(r))
         loss, F, D = self._eval(r)
         Dall = D.copy()
         for _ in range(iters):
             ri, oi = r[idx], omega[idx]
-            grad = (ri - oi) / c + F
-            hess = 1.0 / c + D
-            convex = hess > 0
-            step = np.where(convex, grad / np.where(convex, hess, 1.0), c * grad)
-            small = np.abs(step) <= 1e-9 * (1.0 + np.abs(oi))
+            grad = (ri - oi) @ Ci + F
+            hess = Ci[None] + D
+            convex = _lam_min(hess) > 0
+            step = np.where(convex[:, None], _solve(np.where(convex[:, None, None], hess, np.eye(len(C))[None]), grad),
+                            grad @ C)
+            small = np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(oi), axis=1))
             fin = small & convex
             r[idx[fin]] = ri[fin] - step[fin]
             live = ~small
             if not np.any(live):
                 break
             idx, ri, oi, step, loss = idx[live], ri[live], oi[live], step[live], loss[live]
-            phi = (ri - oi) ** 2 / (2 * c) + loss
-            t = np.ones_like(ri)
+            dr = ri - oi
+            phi = _quad(dr, Ci) + loss
+            t = np.ones(len(ri))
             sub = np.arange(len(idx))
-            new_loss = np.empty_like(ri)
+            new_loss = np.empty(len(ri))
             new_F = np.empty_like(ri)
-            new_D = np.empty_like(ri)
+            new_D = np.empty((len(ri),) + D.shape[1:])
             for _ in range(50):  # backtracking on the paths whose phi would increase
-                rn = ri[sub] - t[sub] * step[sub]
+                rn = ri[sub] - t[sub, None] * step[sub]
                 ln, Fn, Dn = self._eval(rn, idx[sub])
-                ok = (rn - oi[sub]) ** 2 / (2 * c) + ln <= phi[sub] + 1e-14 * np.abs(phi[sub])
+                dn = rn - oi[sub]
+                ok = _quad(dn, Ci) + ln <= phi[sub] + 1e-14 * np.abs(phi[sub])
                 good = sub[ok]
                 new_loss[good], new_F[good], new_D[good] = ln[ok], Fn[ok], Dn[ok]
                 sub = sub[~ok]
@@ -226,7 +366,7 @@ class _Prox:
             if len(sub):  # no decrease found: the path stays (it is at a minimum to rounding) and is done
                 stuck[sub] = True
                 t[sub] = 0.0
-            r[idx] = ri - t * step
+            r[idx] = ri - t[:, None] * step
             keep = ~stuck
             idx, loss, F, D = idx[keep], new_loss[keep], new_F[keep], new_D[keep]
             Dall[idx] = D
@@ -236,145 +376,265 @@ class _Prox:
         return r, Dall
 
 
-def _state(problem, order: int, g_nodes: int = G_NODES, x0=None, select: str = "continuation"):
-    """Solve the stationary equations on one rule: a dict of the state (c, q, mE, the paths' r, F, D, ...) and the
-    largest residual; the caller judges whether it converged."""
+def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuation"):
+    """Solve the stationary equations on one rule: a dict of the state (C, Q, mE, the paths' r, F, D, ...) and the
+    largest residual; the caller judges whether it converged.  The unknowns are the upper triangles of log C and
+    log Q (matrix logarithms: C, Q stay positive definite) and the easy overlaps mE (k_E, m)."""
     from scipy.optimize import root
 
     p = problem
     net = p.network
-    z, y, G, w, method = _rule(p, order, g_nodes)
+    m = p.m
+    npar = m * (m + 1) // 2
+    z_lat, y_lat, w_lat, gn, gw, method = _rule(p, order, g_nodes)
     E = np.asarray(p.analysis.easy_basis, float).reshape(p.k, -1)
     kE = E.shape[1]
-    zE = z @ E
+    Ng = len(gw)
+    if kE == 0:
+        # no easy direction: omega = Q^(1/2) g does not involve z, so the state sees the latent only through y, and
+        # latent nodes with equal y are one node (a sign link: two; an even link: the mirrored nodes)
+        y_s, inv = np.unique(y_lat, return_inverse=True)
+        w_s = np.bincount(inv, weights=w_lat)
+        zE = np.zeros((len(y_s) * Ng, 0))
+    else:
+        y_s, inv, w_s = y_lat, np.arange(len(y_lat)), w_lat
+        zE = np.repeat(z_lat @ E, Ng, axis=0)
+    y = np.repeat(y_s, Ng)
+    G = np.tile(gn, (len(y_s), 1))
+    w = np.outer(w_s, gw).ravel()
     delta, lam = float(p.delta), float(p.ridge)
+    eye = np.eye(m)
     prox = _Prox(net, y)
+    P, rows = _exchange(m, kE, net)
+    # exchangeable neurons on a symmetric state: the paths with g1 < g2 are the mirror images of those with g1 > g2
+    # (r, F swapped, D permuted), so only the first half of every latent node's g block is solved
+    Nh = Ng // 2
+    mirror = P.shape[1] < P.shape[0]
+    half = (np.arange(len(y)) % Ng) < Nh
+    prox_half = _Prox(net, y[half])
+
+    def unfold(a, flip):
+        a = a.reshape((len(y_s), Nh) + a.shape[1:])
+        return np.concatenate([a, flip(a)], axis=1).reshape((len(y_s) * Ng,) + a.shape[2:])
     with np.errstate(all="ignore"):
-        _, _, D0 = prox._eval(np.sqrt(1.0) * G)
-    D0m = float(w @ D0)
-    c_ref = 1.0 / (delta * max(abs(D0m) + lam, 1e-3))
+        _, _, D0 = prox._eval(G)
+    D0m = np.einsum("n,nij->ij", w, D0)
+    c_ref = 1.0 / (delta * max(float(np.max(np.abs(np.linalg.eigvalsh(D0m)))) + lam, 1e-3))
 
     def unpack(x):
-        return math.exp(x[0]), math.exp(x[1]), np.asarray(x[2:], float)
+        C = _spd_fun(_sym(x[:npar], m), np.exp)
+        Q = _spd_fun(_sym(x[npar:2 * npar], m), np.exp)
+        return C, Q, np.asarray(x[2 * npar:], float).reshape(kE, m)
 
     def evaluate(x):
-        c, q, mE = unpack(x)
-        omega = zE @ mE + math.sqrt(q) * G
-        r, F, D, nc = prox.solve(omega, c, c_ref, select)
-        # Stein: E[du/domega] = E[g u] / sqrt(q), which keeps the jumps of the proximal branch and the kinks' Dirac
-        # terms that E[D / (1 + c D)] (the smooth part) misses
-        chi = float(w @ (G * F)) / math.sqrt(q)
-        chi_smooth = float(w @ (D / (1.0 + c * D)))
-        Eu2 = float(w @ F ** 2)
-        Ezu = (w * F) @ zE
-        return dict(c=c, q=q, mE=mE, omega=omega, r=r, F=F, D=D, chi=chi, chi_smooth=chi_smooth, Eu2=Eu2, Ezu=Ezu,
-                    nc=nc)
+        C, Q, mE = unpack(x)
+        # the symmetric square root: the point set {Q^(1/2) g} of the tensor rule is invariant under an exchange of
+        # the neurons whenever Q is (a Cholesky factor is not), so the quadrature keeps the problem's symmetry
+        L = _spd_fun(Q, np.sqrt)
+        omega = zE @ mE + G @ L
+        if mirror:
+            rh, Fh, Dh, nch = prox_half.solve(omega[half], C, c_ref, select)
+            r, F = unfold(rh, lambda a: a[..., ::-1]), unfold(Fh, lambda a: a[..., ::-1])
+            D, nc = unfold(Dh, lambda a: a[..., ::-1, ::-1]), unfold(nch, lambda a: a)
+        else:
+            r, F, D, nc = prox.solve(omega, C, c_ref, select)
+        wF = w[:, None] * F
+        # Stein: E[du/domega] = E[u g^T] L^{-1} (omega = M^T z + L g), which keeps the jumps of the proximal branch and
+        # the kinks' Dirac terms that E[D (I + C D)^{-1}] (the smooth part) misses; symmetric in the limit
+        chi = np.linalg.solve(L, (wF.T @ G).T).T
+        chi = (chi + chi.T) / 2
+        # D (I + C D)^{-1} = [(I + D C)^{-1} D]^T per path
+        chi_smooth = np.einsum("n,nji->ij", w, np.linalg.solve(eye[None] + np.einsum("nij,jk->nik", D, C), D)
+                               if m > 1 else D / (1.0 + C[0, 0] * D))
+        Eu2 = wF.T @ F
+        Ezu = zE.T @ wF
+        return dict(C=C, Q=Q, L=L, mE=mE, omega=omega, r=r, F=F, D=D, chi=chi, chi_smooth=chi_smooth, Eu2=Eu2,
+                    Ezu=Ezu, nc=nc)
 
     def residual(x):
         s = evaluate(x)
-        c, q = s["c"], s["q"]
-        res = [delta * c * (lam + s["chi"]) - 1.0, delta * c * c * s["Eu2"] / q - 1.0]
-        res += list((lam * s["mE"] + s["Ezu"]) / math.sqrt(max(s["Eu2"], 1e-300)))
-        out = np.asarray(res, float)
+        C = s["C"]
+        Ch = _spd_fun(C, np.sqrt)
+        R1 = delta * Ch @ (lam * eye + s["chi"]) @ Ch - eye
+        # relative to tr(Q) / m, not Q itself: a direction of Q may vanish (a linear width-2 model forgets the
+        # neurons' difference), where Q^{-1/2} (...) Q^{-1/2} - I would stay at -1
+        R2 = (delta * C @ s["Eu2"] @ C - s["Q"]) / (np.trace(s["Q"]) / m)
+        R3 = (lam * s["mE"] + s["Ezu"]) / np.sqrt(np.maximum(np.diag(s["Eu2"]), 1e-300))[None, :]
+        out = np.concatenate([_triu((R1 + R1.T) / 2), _triu((R2 + R2.T) / 2), R3.ravel()])
         return np.where(np.isfinite(out), out, 1e6)
 
     if x0 is None:
-        x0 = np.concatenate([[math.log(c_ref), 0.0], np.zeros(kE)])
-    sol = root(residual, x0, method="hybr", options={"xtol": 1e-11, "maxfev": 100})
-    x = sol.x
+        x0 = np.concatenate([_triu(math.log(c_ref) * eye), np.zeros(npar), np.zeros(kE * m)])
+    x0 = P @ np.linalg.lstsq(P, x0, rcond=None)[0]  # the start projected on the symmetric states
+    log_cap = math.log(C_MAX * c_ref)
+
+    def guarded(v):
+        x = P @ v
+        if np.linalg.eigvalsh(_sym(x[:npar], m))[-1] > log_cap:  # C runs away: no finite state, stop searching
+            raise _Runaway(x)
+        return residual(x)[rows]
+
+    runaway = False
+    try:
+        sol = root(guarded, np.linalg.lstsq(P, x0, rcond=None)[0], method="hybr",
+                   options={"xtol": 1e-11, "maxfev": 100 * P.shape[1]})
+        x = P @ sol.x
+    except _Runaway as stop:
+        x, runaway = stop.args[0], True
     res = residual(x)
-    c, q, _ = unpack(x)
-    if not (np.max(np.abs(res)) < 1e-7) or c > C_MAX * c_ref or not math.isfinite(q):
-        # retry by damped fixed-point iteration from the same start (hybr can stall where a branch switches)
-        x, res = _fixed_point(evaluate, residual, x0, delta, lam)
-        c, q, _ = unpack(x)
+    C, Q, _ = unpack(x)
+    if not runaway and (not (np.max(np.abs(res)) < 1e-7) or float(np.linalg.eigvalsh(C)[-1]) > C_MAX * c_ref
+                        or not np.all(np.isfinite(Q))):
+        # retry by damped fixed-point iteration from the same start (hybr can stall where a branch switches); keep
+        # the better of the two
+        xf, resf = _fixed_point(evaluate, residual, x0, delta, lam, m)
+        if np.max(np.abs(resf)) < np.max(np.abs(res)):
+            x, res = xf, resf
     s = evaluate(x)
-    s.update(z=z, y=y, G=G, w=w, method=method, E=E, residual=float(np.max(np.abs(res))), x=x, c_ref=c_ref)
+    # the paths of the whole tensor rule (the static law keeps z: the Hessian theory integrates over the hard part)
+    full = (inv[:, None] * Ng + np.arange(Ng)[None, :]).ravel()
+    for key in ("omega", "r", "F", "D", "nc"):
+        s[key] = s[key][full]
+    s.update(z=np.repeat(z_lat, Ng, axis=0), y=np.repeat(y_lat, Ng), G=np.tile(gn, (len(y_lat), 1)),
+             w=np.outer(w_lat, gw).ravel(), method=method, E=E, residual=float(np.max(np.abs(res))), x=x,
+             c_ref=c_ref, layout=(len(y_lat), Ng))
     return s
 
 
-def _fixed_point(evaluate, residual, x0, delta, lam, iters: int = 60):
+class _Runaway(Exception):
+    """The root search reached C > C_MAX c_ref (args: the unknowns there)."""
+
+
+def _exchange(m: int, kE: int, net) -> tuple:
+    """(P, rows): the unknowns x = P v of the states invariant under an exchange of the neurons, and the rows of the
+    residual that are independent there.  Neurons with equal second-layer weights and biases (m = 2: a_1 = a_2,
+    b_1 = b_2) are exchangeable at every t of the DMFT (their initial law is), so its limit is an exchange-symmetric
+    state: 4 unknowns instead of 6 (plus the easy overlaps).  Otherwise P = I."""
+    npar = m * (m + 1) // 2
+    n = 2 * npar + kE * m
+    a, b = np.asarray(net.a, float), np.asarray(net.b, float)
+    if m != 2 or a[0] != a[1] or b[0] != b[1]:
+        return np.eye(n), np.arange(n)
+    # x = [log C: 11, 12, 22 | log Q: 11, 12, 22 | mE (kE, 2) row by row]; symmetric: 22 = 11, the columns of mE equal
+    P = np.zeros((n, 4 + kE))
+    for base, col in ((0, 0), (3, 2)):
+        P[base, col] = P[base + 2, col] = 1.0
+        P[base + 1, col + 1] = 1.0
+    for i in range(kE):
+        P[6 + 2 * i, 4 + i] = P[6 + 2 * i + 1, 4 + i] = 1.0
+    rows = np.array([0, 1, 3, 4] + [6 + 2 * i for i in range(kE)])
+    return P, rows
+
+
+def _fixed_point(evaluate, residual, x0, delta, lam, m: int, iters: int = 60):
     x = np.asarray(x0, float).copy()
+    npar = m * (m + 1) // 2
+    eye = np.eye(m)
     for _ in range(iters):
         s = evaluate(x)
-        c_new = 1.0 / (delta * max(lam + s["chi"], 1e-300))
-        q_new = delta * s["c"] ** 2 * s["Eu2"]
-        if not (math.isfinite(c_new) and math.isfinite(q_new) and q_new > 0):
+        C_new = np.linalg.inv(lam * eye + s["chi"]) / delta
+        Q_new = delta * s["C"] @ s["Eu2"] @ s["C"]
+        if not (np.all(np.isfinite(C_new)) and np.all(np.isfinite(Q_new)) and np.linalg.eigvalsh(C_new)[0] > 0
+                and np.linalg.eigvalsh((Q_new + Q_new.T) / 2)[0] > 0):
             break
         xn = x.copy()
-        xn[0] = 0.5 * x[0] + 0.5 * math.log(c_new)
-        xn[1] = 0.5 * x[1] + 0.5 * math.log(q_new)
-        if len(x) > 2:  # M: a gradient step on the overlap's fixed point (E[z u] is the risk's gradient in M)
-            xn[2:] = x[2:] - 0.5 * s["c"] * delta * (lam * s["mE"] + s["Ezu"])
+        xn[:npar] = 0.5 * x[:npar] + 0.5 * _triu(_spd_fun(C_new, np.log))
+        xn[npar:2 * npar] = 0.5 * x[npar:2 * npar] + 0.5 * _triu(_spd_fun(Q_new, np.log))
+        if len(x) > 2 * npar:  # M: a gradient step on the overlap's fixed point (E[z u^T] is the risk's gradient in M)
+            xn[2 * npar:] = (s["mE"] - 0.5 * delta * (lam * s["mE"] + s["Ezu"]) @ s["C"]).ravel()
         if np.max(np.abs(xn - x)) < 1e-12:
             x = xn
             break
         x = xn
-        if x[0] > math.log(C_MAX) + 50 or x[1] > math.log(1e12):  # c or q runs away: no finite state
+        # C or Q runs away: no finite state
+        if (np.linalg.eigvalsh(_sym(x[:npar], m))[-1] > math.log(C_MAX) + 50
+                or np.linalg.eigvalsh(_sym(x[npar:2 * npar], m))[-1] > math.log(1e12)):
             break
     return x, residual(x)
 
 
 def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Optional[int] = None,
-                     select: str = "continuation", start: Optional[StationaryState] = None) -> StationaryState:
-    """The t -> infinity state of GD's DMFT for a :class:`theorykit.Problem` of width 1 (module docstring;
-    docs/theory.md §3.4).  ``order``: latent nodes per axis; the error of every output is its difference
-    against the same solve with ``check_order`` nodes (default 3/4 of ``order``).  Step sizes, steps and the initial
-    law do not enter (the state forgets them once GD has converged); a width other than 1 is refused.  ``select``:
-    "continuation" (the branch followed from c = 0, the default: it matches converged GD, tables/stationary_state.md)
-    or "global" (the lowest local minimum of each sample's phi).  ``check_order=0`` skips the coarser solve (``error``
-    is then empty).  ``start``: a solved state (e.g. at a nearby delta) whose (c, q, M) start the root finder."""
+                     select: str = "continuation", start: Optional[StationaryState] = None,
+                     g_nodes: Optional[int] = None) -> StationaryState:
+    """The t -> infinity state of GD's DMFT for a :class:`theorykit.Problem` of width m <= 2 (module docstring;
+    docs/theory.md §3.4).  ``order``: latent nodes per axis; ``g_nodes``: composite Gauss-Legendre nodes per
+    coordinate of g (default G_NODES[m][0]); the error of every output is its difference against the same solve with
+    ``check_order`` latent nodes (default 3/4 of ``order``) and G_NODES[m][1] nodes in g.  Step sizes, steps and the
+    initial law do not enter (the state forgets them once GD has converged).  ``select``: "continuation" (the branch
+    followed from C = 0, the default: it matches converged GD, tables/stationary_state.md) or, for width 1, "global"
+    (the lowest local minimum of each sample's phi).  ``check_order=0`` skips the coarser solve (``error`` is then
+    empty).  ``start``: a solved state (e.g. at a nearby delta) whose (C, Q, M) start the root finder."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
         raise TheorykitError(f"stationary_state takes a theorykit.Problem, got {type(problem).__name__}")
-    if problem.m != 1:
-        raise TheorykitError(f"the stationary state is solved for width m = 1 only (got m = {problem.m}); use the "
+    m = problem.m
+    if m not in G_NODES:
+        raise TheorykitError(f"the stationary state is solved for width m <= {max(G_NODES)} (got m = {m}); use the "
                              "long-time DMFT")
     order = check_int("order", order, 8, 400)
     check_order = check_int("check_order", check_order if check_order is not None else max(8, (3 * order) // 4), 0,
                             400)
+    g_nodes = check_int("g_nodes", g_nodes if g_nodes is not None else G_NODES[m][0], 8, 4096)
+    if g_nodes % 16:  # an even number of panels of 8: g = 0 (the diagonal at m = 2) on a panel boundary
+        raise TheorykitError(f"g_nodes must be a multiple of 16 (composite Gauss-Legendre panels of 8 nodes, an even "
+                             f"number of them), got {g_nodes}")
     if select not in ("continuation", "global"):
         raise TheorykitError(f"select must be 'continuation' or 'global', got {select!r}")
+    if select == "global" and m != 1:
+        raise TheorykitError(f"select='global' is defined for width 1 (got m = {m}); use 'continuation'")
     x0 = None
-    if start is not None and getattr(start, "status", None) == "ok":
-        E = np.asarray(problem.analysis.easy_basis, float).reshape(problem.k, -1)
-        x0 = np.concatenate([[math.log(start.c), math.log(start.q)], E.T @ start.M[:, 0]])
-    s = _state(problem, order, select=select, x0=x0)
-    c = s["c"]
-    if s["residual"] > 1e-6 or c > C_MAX * s["c_ref"]:
-        init = c > 1e3 * s["c_ref"] or s["chi"] < 1e-6 * max(abs(float(s["w"] @ s["D"])), 1e-300)
+    E = np.asarray(problem.analysis.easy_basis, float).reshape(problem.k, -1)
+    if start is not None and getattr(start, "status", None) == "ok" and start.problem.m == m:
+        x0 = np.concatenate([_triu(_spd_fun(np.atleast_2d(start.c), np.log)),
+                             _triu(_spd_fun(np.atleast_2d(start.q), np.log)), (E.T @ start.M).ravel()])
+    s = _state(problem, order, g_nodes, select=select, x0=x0)
+    if x0 is not None and s["residual"] > 1e-6:  # the nearby state was not near enough: from the default start
+        s2 = _state(problem, order, g_nodes, select=select)
+        s = s2 if s2["residual"] < s["residual"] else s
+    cmax = float(np.linalg.eigvalsh(s["C"])[-1])
+    if s["residual"] > 1e-6 or cmax > C_MAX * s["c_ref"]:
+        D_mean = float(np.max(np.abs(np.linalg.eigvalsh(np.einsum("n,nij->ij", s["w"], s["D"])))))
+        init = cmax > 1e3 * s["c_ref"] or float(np.max(np.abs(s["chi"]))) < 1e-6 * max(D_mean, 1e-300)
         status = "init-dependent" if init else "no-solution"
         msg = ("no stationary state: the integrated response runs to infinity (c = {:.3g}): below the "
                "interpolation threshold the limit depends on the initialisation (or the weights grow without bound, "
                "as for a separable logistic fit); use the long-time DMFT"
-               .format(c) if init else
+               .format(cmax) if init else
                f"the stationary equations did not converge (residual {s['residual']:.2g}); use the long-time DMFT")
         nan = math.nan
         k = problem.k
-        return StationaryState(problem, status, msg, nan, nan, nan, np.full((k, 1), nan), np.full((1, 1), nan), nan,
-                               nan, s["residual"], {}, s["method"], np.zeros(0), np.zeros((0, 1)), np.zeros(0),
-                               np.zeros((0, k)), np.zeros((0, 1, 1)))
+        mat = nan if m == 1 else np.full((m, m), nan)
+        return StationaryState(problem, status, msg, mat, mat, mat, np.full((k, m), nan), np.full((m, m), nan), nan,
+                               nan, s["residual"], {}, s["method"], np.zeros(0), np.zeros((0, m)), np.zeros(0),
+                               np.zeros((0, k)), np.zeros((0, m, m)))
     out = _summary(problem, s)
     err = {}
     if check_order:
-        coarse = _summary(problem, _state(problem, check_order, x0=s["x"], select=select))
+        coarse = _summary(problem, _state(problem, check_order, G_NODES[m][1] if g_nodes == G_NODES[m][0] else
+                                          g_nodes, x0=s["x"], select=select))
         err = {key: float(np.max(np.abs(np.asarray(out[key]) - np.asarray(coarse[key]))))
                for key in ("c", "chi_u", "q", "M", "train_loss", "test_loss")}
     return StationaryState(problem, "ok", f"stationary state solved (residual {s['residual']:.1e})", out["c"],
                            out["chi_u"], out["q"], out["M"], out["gram"], out["train_loss"], out["test_loss"],
-                           s["residual"], err, s["method"], s["w"], s["r"][:, None], s["y"], s["z"],
-                           s["D"][:, None, None], nonconvex=float(s["w"] @ s["nc"]), chi_u_smooth=s["chi_smooth"],
-                           select=select, omega=s["omega"], c_ref=s["c_ref"])
+                           s["residual"], err, s["method"], s["w"], s["r"], s["y"], s["z"], s["D"],
+                           nonconvex=float(s["w"] @ s["nc"]), chi_u_smooth=_scalar(s["chi_smooth"]),
+                           select=select, omega=s["omega"], c_ref=s["c_ref"], layout=s["layout"],
+                           easy_free=s["E"].shape[1] == 0)
+
+
+def _scalar(A: np.ndarray):
+    """A 1 x 1 matrix as a float (width 1), a larger one as it is."""
+    return float(A[0, 0]) if A.shape == (1, 1) else A
 
 
 def _summary(problem, s) -> dict:
     net = problem.network
     w = s["w"]
-    M = (s["E"] @ s["mE"]).reshape(-1, 1)
+    M = s["E"] @ s["mE"]
     with np.errstate(all="ignore"):
-        train = float(w @ net.evaluate(s["r"][:, None], s["y"]).loss)
-        test = float(w @ net.evaluate(s["omega"][:, None], s["y"]).loss)
-    gram = M.T @ M + s["q"]
-    return {"c": s["c"], "chi_u": s["chi"], "q": s["q"], "M": M, "gram": gram, "train_loss": train,
-            "test_loss": test}
+        train = float(w @ net.evaluate(s["r"], s["y"]).loss)
+        test = float(w @ net.evaluate(s["omega"], s["y"]).loss)
+    gram = M.T @ M + s["Q"]
+    return {"c": _scalar(s["C"]), "chi_u": _scalar(s["chi"]), "q": _scalar(s["Q"]), "M": M, "gram": gram,
+            "train_loss": train, "test_loss": test}

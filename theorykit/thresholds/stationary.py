@@ -1,6 +1,6 @@
 """delta*(infinity): the Hessian threshold at the DMFT's stationary state (docs/theory.md §5, "delta*(infinity)").
 
-The state GD converges to with no hard overlap (:func:`theorykit.dynamics.stationary.stationary_state`, m = 1) gives
+The state GD converges to with no hard overlap (:func:`theorykit.dynamics.stationary.stationary_state`, m <= 2) gives
 the static law of (D, zeta); the Hessian prediction on it (:func:`theorykit.spectra.hessian.hessian_prediction`) is a
 deterministic, smooth function of delta.  At a converged state the bulk's left edge is >= 0 (a minimum in the
 complement of the hard direction), so a hard outlier first separates from the bulk at a positive eigenvalue -- the
@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .._checks import Progress, check_int, check_number
-from ..dynamics.stationary import STATIONARY_ORDER, stationary_state
+from ..dynamics.stationary import G_NODES, STATIONARY_ORDER, stationary_state
 from ..errors import TheorykitError
 from ..rules import secant_root
 from ..spectra.hessian import hessian_prediction
@@ -42,12 +42,13 @@ def stationary_law(state, *, d: Optional[int] = None, n: Optional[int] = None):
 
     if state.status != "ok":
         raise TheorykitError(f"the stationary state has no law: {state.message}")
-    pl = state.path_law()
     p = state.problem
-    law = HessianLaw.from_path_law(pl, p.delta, p.ridge)
+    w, D, zeta, radius = state.law_samples()
+    law = HessianLaw.from_samples(D, zeta, p.delta, weights=w, ridge=p.ridge, radius=radius,
+                                  source=f"stationary (t = infinity) law ({len(w)} paths)")
     # the support with the latent pushed outward and each proximal point solved again (r follows y at t = infinity)
     tail = dict(law.tail or {})
-    sup = support_tail(state.lam_min_pushed, np.linalg.norm(pl.z, axis=1), pl.weights)
+    sup = support_tail(state.lam_min_pushed, np.linalg.norm(state.z, axis=1), state.weights)
     tail["support"] = sup
     if sup["unbounded"] is not None:
         tail["unbounded_paths"] = tail.get("unbounded")
@@ -102,7 +103,7 @@ class DeltaStarInfinity:
                              "truncation_n": self.truncation_n, "truncation": truncation,
                              "tried": [list(p) for p in self.tried],
                              "states": {str(k): v for k, v in self.states.items()}, "method": self.method,
-                             "note": self.error or "delta*(t) tends to it as GD converges (m = 1)"},
+                             "note": self.error or "delta*(t) tends to it as GD converges"},
                 **({"error": self.error} if self.error else {})}
 
     def as_dict(self) -> dict:
@@ -126,16 +127,16 @@ def _criteria(pred) -> tuple:
 def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RANGE, points: int = STATIONARY_POINTS,
                         d: Optional[int] = None, n: Optional[int] = None, rtol: float = STATIONARY_RTOL,
                         order: Optional[int] = None, progress: bool = False) -> DeltaStarInfinity:
-    """delta*(infinity) for a width-1 :class:`theorykit.Problem` with a hard direction (module docstring): the
+    """delta*(infinity) for a :class:`theorykit.Problem` of width m <= 2 with a hard direction (module docstring): the
     smallest delta on the grid (``deltas``, or ``points`` log-spaced in ``delta_range``) where the stationary state's
     Hessian has a negative hard outlier, refined to a bracket of relative width ``rtol``; beside it, where the outlier
     first separates from the bulk.  d or n truncates the law at its 1/n quantile (n = delta d), as delta*(t) does:
     needed where D is unbounded below (square loss, y = z^2).  Deltas without a stationary state (below the
     interpolation threshold) are recorded in ``states`` and skipped."""
     p, _ = check_threshold_problem(problem, [0])
-    if p.m != 1:
-        raise TheorykitError(f"delta*(infinity) needs width m = 1 (got m = {p.m}): the stationary state is solved for "
-                             "m = 1 only; use delta_nn for the long-time DMFT")
+    if p.m not in G_NODES:
+        raise TheorykitError(f"delta*(infinity) needs width m <= {max(G_NODES)} (got m = {p.m}): the stationary state "
+                             "is solved for those; use delta_nn for the long-time DMFT")
     d, n, grid = scan_inputs(d, n, deltas, delta_range, points)
     rtol = check_number("rtol", rtol, lambda v: 0 < v < 1, "in (0, 1)")
     order = STATIONARY_ORDER if order is None else check_int("order", order, 8, 400)
@@ -145,6 +146,11 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     def solve(dl: float) -> tuple:
         if dl in crit:
             return crit[dl]
+        below = [x for x, why in bad.items() if why == "init-dependent" and x > dl]
+        if below:  # below the interpolation threshold at a larger delta: below it here too (n samples fewer)
+            bad[dl] = f"init-dependent (as at delta = {min(below):g})"
+            crit[dl] = (math.nan, math.nan)
+            return crit[dl]
         near = min(states, key=lambda x: abs(math.log(x / dl)), default=None)
         st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near))
         if bar:
@@ -153,10 +159,13 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
             bad[dl] = st.status
             crit[dl] = (math.nan, math.nan)
             return crit[dl]
-        states[dl] = st
         preds[dl] = hessian_prediction(stationary_law(st, d=d, n=n))
+        states[dl] = st.without_law()  # a start for the next delta (a width-2 law holds 10^5 - 10^6 paths)
         crit[dl] = _criteria(preds[dl])
         return crit[dl]
+
+    for dl in sorted(grid, reverse=True):  # from the top: states exist there, and each starts the next one down
+        solve(dl)
 
     def root(which: int):
         vals = [(dl, solve(dl)[which]) for dl in grid]
@@ -188,7 +197,8 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     pred = preds[b]
     out = pred.outliers[0] if pred.outliers else None
     # the quadrature's part of the error: the criterion at b on the coarser rule, through the bracket's slope
-    cst = stationary_state(p.replace(delta=b), order=max(8, (3 * order) // 4), check_order=0, start=states[b])
+    cst = stationary_state(p.replace(delta=b), order=max(8, (3 * order) // 4), check_order=0, start=states[b],
+                           g_nodes=G_NODES[p.m][1])
     quad = math.nan
     if cst.status == "ok" and fb != fa:
         quad = abs(_criteria(hessian_prediction(stationary_law(cst, d=d, n=n)))[1] - fb) * (b - a) / abs(fb - fa)

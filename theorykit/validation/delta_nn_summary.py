@@ -76,17 +76,13 @@ def summary_case(args, case) -> dict:
         row.update(delta_star0=math.nan, delta_star0_stderr=math.nan, delta_star0_unbounded=None,
                    delta_star0_note=_error_text(e))
     t1 = time.time()
-    if m == 1:
-        try:
-            r = delta_star_infinity(p, delta_range=(1.0, 60.0))
-            row.update(delta_inf=r.value, delta_inf_error=r.error_bound, separation=r.separation,
-                       delta_inf_note=r.error or "")
-        except TheorykitError as e:
-            row.update(delta_inf=math.nan, delta_inf_error=math.nan, separation=math.nan,
-                       delta_inf_note=_error_text(e))
-    else:
+    try:
+        r = delta_star_infinity(p, delta_range=(1.0, 60.0))
+        row.update(delta_inf=r.value, delta_inf_error=r.error_bound, separation=r.separation,
+                   delta_inf_note=r.error or "")
+    except TheorykitError as e:
         row.update(delta_inf=math.nan, delta_inf_error=math.nan, separation=math.nan,
-                   delta_inf_note="the stationary state is solved for m = 1 only")
+                   delta_inf_note=_error_text(e))
     row.update(seconds_star0=t1 - t0, seconds_inf=time.time() - t1)
     return {"rows": [row]}
 
