@@ -196,3 +196,14 @@ def test_merged_static_law_gives_the_same_hessian_prediction(case, monkeypatch):
     for a, b in zip(merged.outliers, whole.outliers):
         assert a.lam == pytest.approx(b.lam, rel=1e-7, abs=1e-9)
         assert a.overlap2 == pytest.approx(b.overlap2, rel=1e-6, abs=1e-8)
+
+
+def test_delta_star_infinity_at_width_two_brackets_its_root():
+    """Width 2 (bounded GeLU/logistic, a = (1, 1)) on a small rule: delta*(infinity) inside its bracket, the state a
+    minimum in the complement (edge >= 0) and a saddle along the hard direction there, separated before."""
+    from theorykit.thresholds.stationary import delta_star_infinity
+
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", width=2, delta=5.0, eta=1.0, steps=1)
+    r = delta_star_infinity(p, deltas=[6.0, 16.0], order=16, g_nodes=32)
+    assert r.error == "" and r.bracket[0] <= r.value <= r.bracket[1] and 6.0 < r.value < 16.0
+    assert r.outlier < 0 <= r.edge and r.separation < r.value

@@ -126,13 +126,16 @@ def _criteria(pred) -> tuple:
 
 def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RANGE, points: int = STATIONARY_POINTS,
                         d: Optional[int] = None, n: Optional[int] = None, rtol: float = STATIONARY_RTOL,
-                        order: Optional[int] = None, progress: bool = False) -> DeltaStarInfinity:
+                        order: Optional[int] = None, g_nodes: Optional[int] = None,
+                        progress: bool = False) -> DeltaStarInfinity:
     """delta*(infinity) for a :class:`theorykit.Problem` of width m <= 2 with a hard direction (module docstring): the
     smallest delta on the grid (``deltas``, or ``points`` log-spaced in ``delta_range``) where the stationary state's
     Hessian has a negative hard outlier, refined to a bracket of relative width ``rtol``; beside it, where the outlier
     first separates from the bulk.  d or n truncates the law at its 1/n quantile (n = delta d), as delta*(t) does:
     needed where D is unbounded below (square loss, y = z^2).  Deltas without a stationary state (below the
-    interpolation threshold) are recorded in ``states`` and skipped."""
+    interpolation threshold) are recorded in ``states`` and skipped.  ``order`` and ``g_nodes``: the stationary
+    state's rule (:func:`theorykit.dynamics.stationary.stationary_state`); the quadrature's share of the error comes
+    from 3/4 of ``order`` and G_NODES[m][1] (or 3/4 of ``g_nodes``) nodes in g."""
     p, _ = check_threshold_problem(problem, [0])
     if p.m not in G_NODES:
         raise TheorykitError(f"delta*(infinity) needs width m <= {max(G_NODES)} (got m = {p.m}): the stationary state "
@@ -152,7 +155,8 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
             crit[dl] = (math.nan, math.nan)
             return crit[dl]
         near = min(states, key=lambda x: abs(math.log(x / dl)), default=None)
-        st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near))
+        st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near),
+                              g_nodes=g_nodes)
         if bar:
             bar.update(min(len(crit) + 1, len(grid) + 12))
         if st.status != "ok":
@@ -197,8 +201,9 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     pred = preds[b]
     out = pred.outliers[0] if pred.outliers else None
     # the quadrature's part of the error: the criterion at b on the coarser rule, through the bracket's slope
+    g_check = G_NODES[p.m][1] if g_nodes is None else max(16, 16 * ((3 * g_nodes) // 64))
     cst = stationary_state(p.replace(delta=b), order=max(8, (3 * order) // 4), check_order=0, start=states[b],
-                           g_nodes=G_NODES[p.m][1])
+                           g_nodes=g_check)
     quad = math.nan
     if cst.status == "ok" and fb != fa:
         quad = abs(_criteria(hessian_prediction(stationary_law(cst, d=d, n=n)))[1] - fb) * (b - a) / abs(fb - fa)

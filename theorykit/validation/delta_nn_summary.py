@@ -36,8 +36,10 @@ SUMMARY_CASES = [
     ("pr-gelu-m2", (2.0, 60.0), {"vs_sim": "pr-gelu-m2"}, None),
 ]
 QUICK_SUMMARY = [("bounded", (2.0, 30.0), {"vs_sim": "bounded"}, None)]
-#: the finite-d midpoints from the theory: T = LARGE_D_C ln d at these d (scripts/finite_d_large_d.py)
+#: the finite-d midpoints from the theory: T = c ln d at these d (scripts/finite_d_large_d.py), c = LARGE_D_C except
+#: where a setting has its own (sigma = x^2 at eta = 0.05: c = 400 / ln 400, T = 400 at d = 400, GD's horizon)
 LARGE_D_C = 25.0
+LARGE_D_C_OF = {"pr-x2-centred": 400 / math.log(400)}
 LARGE_DS = (10 ** 3, 10 ** 4, 10 ** 6, 10 ** 8)
 #: the truncation of delta*(0) where D is unbounded below (as Part 1): the law's 1/n quantile, n = delta d
 TRUNCATION_D = 1000
@@ -124,14 +126,15 @@ def gd_midpoints(root: str, source: dict) -> dict:
 
 
 def large_d_theory(root: str, setting: str) -> dict:
-    """{d: record} of scripts/finite_d_large_d.py's cached theory midpoints at T = LARGE_D_C ln d."""
+    """{d: record} of scripts/finite_d_large_d.py's cached theory midpoints at T = c ln d (c of the setting)."""
     from ..cache import JsonCache
 
     store = JsonCache(os.path.join(root, "tables", "raw", "finite_d_large_d"))
     out = {}
+    c = LARGE_D_C_OF.get(setting, LARGE_D_C)
     for d in LARGE_DS:
-        T = int(round(LARGE_D_C * math.log(d)))
-        rec = store.get(f"{setting}_c{LARGE_D_C:.4g}_d{d}_T{T}")
+        T = int(round(c * math.log(d)))
+        rec = store.get(f"{setting}_c{c:.4g}_d{d}_T{T}")
         if rec is not None:
             out[d] = rec
     return out
@@ -161,8 +164,9 @@ def part_summary(args, rows, md, cases, cached, nn_rows, dyn_rows, root) -> None
         f"(law truncated at n = delta x {TRUNCATION_D} where D is unbounded below).  delta*(T): the longest delta*(t) "
         "of Part 1, a lower bound of lim delta*(t) (not converged).  separation / delta*(inf): the Hessian at the "
         "stationary state (GD converged with no hard overlap; docs/theory.md §3.4): where the hard outlier leaves the "
-        "bulk / where it turns negative (delta_nn's criterion 'stationary', m = 1).  delta_dyn: Part 2 (window).  "
+        "bulk / where it turns negative (delta_nn's criterion 'stationary').  delta_dyn: Part 2 (window).  "
         f"delta_1/2(d): the finite-d midpoint, P(cos^2 > 1/2 by T) = 1/2 -- theory at T = {LARGE_D_C:g} ln d "
+        + "".join(f"({s}: T = {c:.4g} ln d) " for s, c in LARGE_D_C_OF.items()) +
         "(scripts/finite_d_large_d.py; band in tables/finite_d_large_d.md), GD from random starts at d = 200-1600 "
         "(logistic ML fit to the runs of tables/thresholds_vs_sim.csv or tables/paper_comparison.csv; horizon "
         "T in brackets, ± bootstrap s.e.).  Paper: Montanari & Wang's delta_NN for phase retrieval (they find it with "
