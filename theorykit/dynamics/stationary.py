@@ -16,8 +16,10 @@ m = 1, C = c, Q = q and chi_u are scalars.  The per-sample equation r + C F(r, y
 of phi(r) = (r - omega)^T C^{-1} (r - omega) / 2 + l(y, f(r)): r is a proximal point of the per-sample loss.  Where
 phi is not convex (square loss on a non-linear sigma: D not positive semi-definite) it can have several local minima;
 the one taken is the branch the dynamics follows: the memory grows from 0 along the run, so r is continued from
-r = omega (C = 0) along a geometric ladder of multiples of C up to C, by safeguarded Newton descent on phi at each rung
-(a branch that ends at a fold descends to the next minimum).  Each path's I + C D is then positive definite (a local
+r = omega (C = 0) along a geometric ladder up to C, by safeguarded Newton descent on phi at each rung (a branch that
+ends at a fold descends to the next minimum).  The rungs follow the DMFT's early memory, which is isotropic
+(R_theta(t + 1, t) = -(eta / delta) I): C_j = s_j ((1 - s_j) (tr C / m) I + s_j C), s_j geometric up to 1 -- at m = 1
+simply s_j c.  Each path's I + C D is then positive definite (a local
 minimum), which keeps chi_u finite.  Two exchangeable neurons (equal second-layer weights and biases) are
 exchangeable at every t of the DMFT, so the root is sought among exchange-symmetric states, with a quadrature that
 keeps the symmetry exactly (below).
@@ -288,9 +290,12 @@ class _Prox:
         c = float(np.linalg.eigvalsh(C)[-1])
         cs = np.geomspace(min(c0, c) * 1e-3, c, LADDER) if c > 0 else np.array([])
         with np.errstate(all="ignore"):
+            iso = np.trace(C) / len(C) * np.eye(len(C))
             for j, ck in enumerate(cs):
+                s = float(ck) / c
                 # the rungs before the last only keep each path on its branch: a looser stop suffices there
-                r, Dk = self._descend(r, omega, C * (float(ck) / c), tol=1e-9 if j == len(cs) - 1 else RUNG_TOL)
+                r, Dk = self._descend(r, omega, s * ((1.0 - s) * iso + s * C),
+                                      tol=1e-9 if j == len(cs) - 1 else RUNG_TOL)
                 nonconvex |= _lam_min(Dk) < 0
             if select == "global":
                 r = self._global(r, omega, C)
