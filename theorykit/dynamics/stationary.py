@@ -596,7 +596,8 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
     s = _state(problem, order, g_nodes, select=select, x0=x0)
     if x0 is not None and s["residual"] > 1e-6:  # the nearby state was not near enough: from the default start
         s2 = _state(problem, order, g_nodes, select=select)
-        s = s2 if s2["residual"] < s["residual"] else s
+        ran_away = float(np.linalg.eigvalsh(s2["C"])[-1]) > C_MAX * s2["c_ref"]  # no finite state: say so
+        s = s2 if ran_away or s2["residual"] < s["residual"] else s
     cmax = float(np.linalg.eigvalsh(s["C"])[-1])
     if s["residual"] > 1e-6 or cmax > C_MAX * s["c_ref"]:
         D_mean = float(np.max(np.abs(np.linalg.eigvalsh(np.einsum("n,nij->ij", s["w"], s["D"])))))
