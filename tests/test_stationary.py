@@ -198,6 +198,7 @@ def test_merged_static_law_gives_the_same_hessian_prediction(case, monkeypatch):
         assert a.overlap2 == pytest.approx(b.overlap2, rel=1e-6, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_delta_star_infinity_at_width_two_brackets_its_root():
     """Width 2 (bounded GeLU/logistic, a = (1, 1)) on a small rule: delta*(infinity) inside its bracket, the state a
     minimum in the complement (edge >= 0) and a saddle along the hard direction there, separated before."""
