@@ -28,8 +28,8 @@ CASES = [("gelu", "z**2 - 1", "square", 8.0, 1), ("gelu", "phase-retrieval", "sq
          ("gelu", "sign-symmetric", "logistic", 8.0, 1), ("relu", "phase-retrieval", "square", 10.0, 1),
          ("gelu", "sign-symmetric", "logistic", 8.0, 2), ("gelu", "z**2 - 1", "square", 8.0, 2)]
 T_DMFT, SEEDS = 400, 4
-#: GD's (d, steps) by width: two neurons converge more slowly (bounded GeLU/logistic at d = 1000: the Gram's
-#: off-diagonal -1.67, -1.98, -2.02 at t = 2000, 4000, 8000), so width 2 runs 8000 steps at d = 1000
+#: GD's (d, steps) by width: two neurons converge more slowly (tables/stationary_state_notes.md), so width 2 runs
+#: 8000 steps at d = 1000
 GD_RUN = {1: (2000, 2000), 2: (1000, 8000)}
 KEYS = ("train_loss", "test_loss", "gram")
 
