@@ -52,7 +52,7 @@ __all__ = ["crossing", "crossing_index", "first_passage", "interpolation_error",
            "gauss_legendre", "composite_gauss_legendre", "gauss_legendre_normal", "tensor",
            "sobol_normal", "monte_carlo_normal", "lower_order", "weighted_quantiles", "below_quantile", "TailCut",
            "quantile_bins",
-           "conditional_means", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
+           "conditional_means", "sym_eigvals", "HERMITE_MAX_ORDER", "MAX_NODES", "SOBOL_MAX_DIM"]
 
 #: largest Gauss-Hermite order whose numpy weights are usable (numpy 2.x: at 371 nodes hermegauss's weights are all
 #: 0, from 372 on they are NaN)
@@ -645,3 +645,15 @@ def first_passage(y: Sequence[float], level: float = 0.5) -> Optional[int]:
     from P(capture by t)); None when y never reaches it."""
     idx = np.flatnonzero(np.asarray(y, dtype=float) >= level)
     return int(idx[0]) if idx.size else None
+
+
+def sym_eigvals(D: np.ndarray) -> np.ndarray:
+    """(N, m) eigenvalues of each of N symmetric m x m matrices D (N, m, m), ascending (closed form for m <= 2: numpy's
+    batched eigvalsh costs as much as a whole m = 2 Hessian solve)."""
+    if D.shape[1] == 1:
+        return D[:, 0, :].copy()
+    if D.shape[1] == 2:
+        a, b, c = D[:, 0, 0], D[:, 0, 1], D[:, 1, 1]
+        h = np.sqrt(0.25 * (a - c) ** 2 + b * b)
+        return np.stack([0.5 * (a + c) - h, 0.5 * (a + c) + h], axis=1)
+    return np.linalg.eigvalsh(D)

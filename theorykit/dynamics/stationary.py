@@ -47,7 +47,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..errors import TheorykitError
-from ..rules import gauss_legendre_normal, latent_rule
+from ..rules import gauss_legendre_normal, latent_rule, sym_eigvals
 
 __all__ = ["StationaryState", "stationary_state"]
 
@@ -180,16 +180,6 @@ class StationaryState:
         zt = np.repeat(np.transpose(roots, (0, 2, 1)), Ng, axis=0).reshape(U * Ng * kH, kH)
         return w, D, zt, np.repeat(np.repeat(rad, Ng), kH)
 
-    def path_law(self):
-        """The static law as a :class:`theorykit.PathLaw` (t = -1 stands for t = infinity)."""
-        from .result import PathLaw
-
-        hb = np.asarray(self.problem.analysis.hard_basis, float).reshape(self.problem.k, -1)
-        N = len(self.weights)
-        return PathLaw(t=-1, weights=self.weights, raw_weights=self.weights, r=self.r, y=self.y, z=self.z,
-                       zeta=self.z @ hb, D=self.D, excluded=np.zeros(N, bool), replica=np.zeros(N, int),
-                       latent=self.method)
-
 
 def _rule(problem, order: int, g_nodes: int):
     """The two factors of the tensor rule over (z, eps) x g: the latent rule of the link (z (L, k), y (L,), weights
@@ -243,13 +233,7 @@ def _spd_fun(A: np.ndarray, fun) -> np.ndarray:
 
 def _lam_min(A: np.ndarray) -> np.ndarray:
     """(N,) smallest eigenvalue of (N, m, m) symmetric matrices."""
-    m = A.shape[-1]
-    if m == 1:
-        return A[:, 0, 0]
-    if m == 2:
-        a, b, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 1]
-        return (a + d) / 2 - np.sqrt(((a - d) / 2) ** 2 + b * b)
-    return np.linalg.eigvalsh(A)[:, 0]
+    return sym_eigvals(A)[:, 0]
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:

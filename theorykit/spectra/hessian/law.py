@@ -25,7 +25,7 @@ import numpy as np
 
 from ..._checks import check_int, check_number
 from ...errors import TheorykitError
-from ...rules import below_quantile
+from ...rules import below_quantile, sym_eigvals
 
 __all__ = ["EXTREMES", "SUPPORT_FACTORS", "TAIL_LEVELS", "WEIGHT_FLOOR", "HessianLaw", "check_law", "is_psd",
            "kernel_mass", "rank_ratio", "support_tail", "tail_diagnostics"]
@@ -187,20 +187,8 @@ class HessianLaw:
         return replace(self, delta=check_number("delta", delta, lambda v: v > 0, "a positive finite number"))
 
 
-def _eigvals(D: np.ndarray) -> np.ndarray:
-    """(N, m) eigenvalues of each D_i, ascending (closed form for m <= 2: numpy's batched eigvalsh costs as much as a
-    whole m = 2 solve)."""
-    if D.shape[1] == 1:
-        return D[:, 0, :].copy()
-    if D.shape[1] == 2:
-        a, b, c = D[:, 0, 0], D[:, 0, 1], D[:, 1, 1]
-        h = np.sqrt(0.25 * (a - c) ** 2 + b * b)
-        return np.stack([0.5 * (a + c) - h, 0.5 * (a + c) + h], axis=1)
-    return np.linalg.eigvalsh(D)
-
-
 def _lam_min(D: np.ndarray) -> np.ndarray:
-    return _eigvals(D)[:, 0]
+    return sym_eigvals(D)[:, 0]
 
 
 # ----------------------------------------------------------------------------------------------- tail diagnostic
@@ -315,7 +303,7 @@ def kernel_mass(law: HessianLaw) -> float:
 def rank_ratio(law: HessianLaw) -> float:
     """delta E[rank D] / m: at most 1 means rank(H - ridge I) < md (H singular) as n, d -> infinity."""
     law = check_law(law)
-    rank = (np.abs(_eigvals(law.D)) > 1e-12 * law.scale).sum(axis=1)
+    rank = (np.abs(sym_eigvals(law.D)) > 1e-12 * law.scale).sum(axis=1)
     return law.delta * float(law.weights @ rank) / law.m
 
 
