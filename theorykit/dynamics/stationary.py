@@ -64,6 +64,8 @@ LADDER = 8
 RUNG_TOL = 1e-4
 #: c beyond this (relative to 1 / (delta E[D] at the start)) means the equations have no finite solution
 C_MAX = 1e8
+#: the root search stops as a runaway after this many consecutive evaluations with C > C_MAX c_ref
+RUNAWAY_EVALS = 5
 #: a static law with more paths than this is handed to the Hessian theory with the latent nodes of equal y merged
 #: (:meth:`StationaryState.law_samples`; width 2: 10^5 - 10^6 paths otherwise)
 LAW_MERGE_ABOVE = 2 ** 17
@@ -456,10 +458,14 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         x0 = np.concatenate([_triu(math.log(c_ref) * eye), np.zeros(npar), np.zeros(kE * m)])
     x0 = P @ np.linalg.lstsq(P, x0, rcond=None)[0]  # the start projected on the symmetric states
     log_cap = math.log(C_MAX * c_ref)
+    beyond = [0]  # consecutive evaluations with C past the cap
 
     def guarded(v):
         x = P @ v
-        if np.linalg.eigvalsh(_sym(x[:npar], m))[-1] > log_cap:  # C runs away: no finite state, stop searching
+        # C runs away: no finite state, stop searching -- after RUNAWAY_EVALS evaluations in a row past the cap (the
+        # search's trial steps can leave and come back: sigma = x^2 on y = z^2 - 1 does)
+        beyond[0] = beyond[0] + 1 if np.linalg.eigvalsh(_sym(x[:npar], m))[-1] > log_cap else 0
+        if beyond[0] >= RUNAWAY_EVALS:
             raise _Runaway(x)
         return residual(x)[rows]
 
