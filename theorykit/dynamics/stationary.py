@@ -417,7 +417,12 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         Q = _spd_fun(_sym(x[npar:2 * npar], m), np.exp)
         return C, Q, np.asarray(x[2 * npar:], float).reshape(kE, m)
 
+    last: dict = {}  # the latest evaluation: the final state is read at the root the search just evaluated
+
     def evaluate(x):
+        key = np.asarray(x, float).tobytes()
+        if last.get("key") == key:
+            return last["state"]
         C, Q, mE = unpack(x)
         # the symmetric square root: the point set {Q^(1/2) g} of the tensor rule is invariant under an exchange of
         # the neurons whenever Q is (a Cholesky factor is not), so the quadrature keeps the problem's symmetry
@@ -439,8 +444,9 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
                                if m > 1 else D / (1.0 + C[0, 0] * D))
         Eu2 = wF.T @ F
         Ezu = zE.T @ wF
-        return dict(C=C, Q=Q, L=L, mE=mE, omega=omega, r=r, F=F, D=D, chi=chi, chi_smooth=chi_smooth, Eu2=Eu2,
-                    Ezu=Ezu, nc=nc)
+        last.update(key=key, state=dict(C=C, Q=Q, L=L, mE=mE, omega=omega, r=r, F=F, D=D, chi=chi,
+                                        chi_smooth=chi_smooth, Eu2=Eu2, Ezu=Ezu, nc=nc))
+        return last["state"]
 
     def residual(x):
         s = evaluate(x)
@@ -456,7 +462,8 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
 
     if x0 is None:
         x0 = np.concatenate([_triu(math.log(c_ref) * eye), np.zeros(npar), np.zeros(kE * m)])
-    x0 = P @ np.linalg.lstsq(P, x0, rcond=None)[0]  # the start projected on the symmetric states
+    v0 = np.linalg.lstsq(P, x0, rcond=None)[0]
+    x0 = P @ v0  # the start projected on the symmetric states
     log_cap = math.log(C_MAX * c_ref)
     beyond = [0]  # consecutive evaluations with C past the cap
 
@@ -471,7 +478,7 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
 
     runaway = False
     try:
-        sol = root(guarded, np.linalg.lstsq(P, x0, rcond=None)[0], method="hybr",
+        sol = root(guarded, v0, method="hybr",
                    options={"xtol": 1e-11, "maxfev": 100 * P.shape[1]})
         x = P @ sol.x
     except _Runaway as stop:
@@ -485,7 +492,7 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         xf, resf = _fixed_point(evaluate, residual, x0, delta, lam, m)
         if np.max(np.abs(resf)) < np.max(np.abs(res)):
             x, res = xf, resf
-    s = evaluate(x)
+    s = dict(evaluate(x))
     # the paths of the whole tensor rule (the static law keeps z: the Hessian theory integrates over the hard part)
     full = (inv[:, None] * Ng + np.arange(Ng)[None, :]).ravel()
     for key in ("omega", "r", "F", "D", "nc"):
