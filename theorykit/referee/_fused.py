@@ -4,9 +4,10 @@ One GD step needs r = X Theta, the per-sample gradient F(r, y) and X^T F.  With 
 (two matmuls, each streaming the whole (n, d) array from memory) with F evaluated in between.  The step is
 memory-bound: with m <= 8 columns a matmul does 2m flops per 8 bytes of X read.  This kernel makes one pass: it
 takes X in tiles of 4 rows, computes their pre-activations (four columns of Theta at a time), evaluates sigma,
-sigma', l and l' for them (scalar
-functions compiled from the same SymPy expressions as the NumPy path), and adds their contribution to X^T F while
-the tile is still in cache.  The same kernel without the last part gives the test loss (one read of X_test).
+sigma', l and l' for them (scalar functions compiled from the same SymPy expressions as the NumPy path, with exp and
+erf taken from :mod:`theorykit.referee._vecmath` so that the loop over a tile's 4 m pre-activations is vectorised),
+and adds their contribution to X^T F while the tile is still in cache.  The same kernel without the last part
+gives the test loss (one read of X_test).
 
 Numbers: float64 arithmetic throughout, as the NumPy path; X may be stored in float64 or float32 (simulate's
 ``storage``: numba compiles one kernel per dtype, each element is widened to float64 as it is loaded); the sums are
@@ -104,9 +105,21 @@ _EXTRAS = {"softplus": _softplus, "sigmoid": _sigmoid, "Heaviside": _heaviside}
 
 
 def _math_extras():
+    """The names the printed functions may call besides the math module's: the extras, compiled, and the branch-free
+    exp and erf of :mod:`theorykit.referee._vecmath` in place of the math module's (vectorised in the kernel)."""
     import numba
 
-    return {name: numba.njit(error_model="numpy")(f) for name, f in _EXTRAS.items()}
+    out = {name: numba.njit(error_model="numpy")(f) for name, f in _EXTRAS.items()}
+    out.update(_vector_math())
+    return out
+
+
+def _vector_math() -> dict:
+    """name -> the branch-free function of :mod:`theorykit.referee._vecmath` the printed functions call instead of
+    the math module's."""
+    from ._vecmath import erf, exp
+
+    return {"exp": exp, "erf": erf}
 
 
 def _scalar(args, exprs, extras):
@@ -114,7 +127,7 @@ def _scalar(args, exprs, extras):
     subexpressions shared between the expressions, e.g. GeLU's erf between sigma and sigma')."""
     import numba
 
-    return numba.njit(error_model="numpy", fastmath=set(FASTMATH))(_lambdified(args, exprs, extras))
+    return numba.njit(**SCALAR_OPTIONS)(_lambdified(args, exprs, extras))
 
 
 def _lambdified(args, exprs, extras):
@@ -213,8 +226,11 @@ def _loss(y, f):
     raise NotImplementedError("the fused kernel's template is compiled with the network's loss bound")
 
 
-#: numba.njit options of the kernel (and, but nogil, of the scalar functions)
+#: numba.njit options of the kernel
 KERNEL_OPTIONS = {"nogil": True, "fastmath": set(FASTMATH), "error_model": "numpy"}
+#: numba.njit options of the scalar activation and loss: inlined into the kernel's loops (so that the loop over a
+#: tile's pre-activations is vectorised where sigma is branch-free)
+SCALAR_OPTIONS = {"inline": "always", "fastmath": set(FASTMATH), "error_model": "numpy"}
 
 
 def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
@@ -227,7 +243,12 @@ def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
     for c in range(c0, c1):
         if backward:
             G[c, :, :] = 0.0
-        R = np.empty((4, m))
+        R = np.empty(4 * m)  # the tile's pre-activations, row by row
+        S0 = np.empty(4 * m)  # sigma and sigma' of them
+        S1 = np.empty(4 * m)
+        bias = np.empty(4 * m)
+        for q in range(4 * m):
+            bias[q] = b[q % m]
         F = np.empty((4, m))
         ls = 0.0
         for t in range(c * per, min(ntile, (c + 1) * per)):
@@ -287,22 +308,22 @@ def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
                     d1 += e1 * z
                     d2 += e2 * z
                     d3 += e3 * z
-                R[0, k] = a0
-                R[1, k] = a1
-                R[2, k] = a2
-                R[3, k] = a3
-                R[0, k + 1] = b0
-                R[1, k + 1] = b1
-                R[2, k + 1] = b2
-                R[3, k + 1] = b3
-                R[0, k + 2] = c0
-                R[1, k + 2] = c1
-                R[2, k + 2] = c2
-                R[3, k + 2] = c3
-                R[0, k + 3] = d0
-                R[1, k + 3] = d1
-                R[2, k + 3] = d2
-                R[3, k + 3] = d3
+                R[0 * m + k] = a0
+                R[1 * m + k] = a1
+                R[2 * m + k] = a2
+                R[3 * m + k] = a3
+                R[0 * m + k + 1] = b0
+                R[1 * m + k + 1] = b1
+                R[2 * m + k + 1] = b2
+                R[3 * m + k + 1] = b3
+                R[0 * m + k + 2] = c0
+                R[1 * m + k + 2] = c1
+                R[2 * m + k + 2] = c2
+                R[3 * m + k + 2] = c3
+                R[0 * m + k + 3] = d0
+                R[1 * m + k + 3] = d1
+                R[2 * m + k + 3] = d2
+                R[3 * m + k + 3] = d3
                 k += 4
             while k < m:
                 kb = min(k + 1, m - 1)
@@ -331,40 +352,44 @@ def _kernel(X, y, thT, am, b, G, L, nch, backward, c0, c1):
                     b1 += e1 * v
                     b2 += e2 * v
                     b3 += e3 * v
-                R[0, k] = a0
-                R[1, k] = a1
-                R[2, k] = a2
-                R[3, k] = a3
-                R[0, kb] = b0
-                R[1, kb] = b1
-                R[2, kb] = b2
-                R[3, kb] = b3
+                R[0 * m + k] = a0
+                R[1 * m + k] = a1
+                R[2 * m + k] = a2
+                R[3 * m + k] = a3
+                R[0 * m + kb] = b0
+                R[1 * m + kb] = b1
+                R[2 * m + kb] = b2
+                R[3 * m + kb] = b3
                 k += 2
+            # sigma on the tile's 4 m pre-activations in one loop, vectorised where sigma is branch-free (rows past
+            # the end are evaluated and not used)
             if not backward:  # the loss alone: sigma' and l' are not used (the compiler drops them)
+                for q in range(4 * m):
+                    s0, s1 = _act(R[q] + bias[q])
+                    S0[q] = s0
                 for rr in range(nr):
                     f = 0.0
                     for k in range(m):
-                        s0, s1 = _act(R[rr, k] + b[k])
-                        f += am[k] * s0
+                        f += am[k] * S0[rr * m + k]
                     l0, l1 = _loss(y[i + rr], f)
                     ls += l0
                 continue
+            for q in range(4 * m):
+                s0, s1 = _act(R[q] + bias[q])
+                S0[q] = s0
+                S1[q] = s1
             for rr in range(4):
                 if rr < nr:
                     f = 0.0
                     for k in range(m):
-                        s0, s1 = _act(R[rr, k] + b[k])
-                        R[rr, k] = s1
-                        f += am[k] * s0
+                        f += am[k] * S0[rr * m + k]
                     l0, l1 = _loss(y[i + rr], f)
                     ls += l0
                     for k in range(m):
-                        F[rr, k] = l1 * am[k] * R[rr, k]
+                        F[rr, k] = l1 * am[k] * S1[rr * m + k]
                 else:
                     for k in range(m):
                         F[rr, k] = 0.0
-            if not backward:
-                continue
             # X^T F: up to four output rows per pass over the tile's four x rows (each x element is loaded once
             # per pass, not once per row of G), then pairs, then one row
             k = 0
@@ -434,8 +459,8 @@ def _build(net):
         if mod is not None:
             act, loss, kernel = mod._act, mod._loss, mod.kernel
         else:  # a name the cached module cannot import: compiled in this process only
-            act = numba.njit(error_model="numpy", fastmath=set(FASTMATH))(act_py)
-            loss = numba.njit(error_model="numpy", fastmath=set(FASTMATH))(loss_py)
+            act = numba.njit(**SCALAR_OPTIONS)(act_py)
+            loss = numba.njit(**SCALAR_OPTIONS)(loss_py)
             kernel = _bound_kernel(act, loss)
         u, Y, Fv = _check_points()
         got_a = np.array([act(float(v)) for v in u]).T
@@ -492,11 +517,17 @@ def module_source(act_py, loss_py, cache: bool = True) -> Optional[str]:
     import builtins
     import inspect
 
-    from_math, parts = set(), []
+    from ._vecmath import SOURCE_DIGEST
+
+    vector = _vector_math()
+    from_math, from_vector, parts = set(), set(), []
     for f, name in ((act_py, "_act"), (loss_py, "_loss")):
         for nm in f.__code__.co_names:
             obj = f.__globals__.get(nm, _MISSING)
             if nm in _EXTRAS:
+                continue
+            if nm in vector and obj is vector[nm]:
+                from_vector.add(nm)
                 continue
             if obj is not _MISSING and obj is getattr(math, nm, _MISSING):
                 from_math.add(nm)
@@ -511,13 +542,16 @@ def module_source(act_py, loss_py, cache: bool = True) -> Optional[str]:
         if not src.startswith("def _lambdifygenerated("):
             return None
         parts.append(src.replace("def _lambdifygenerated(", f"def {name}_py(", 1).rstrip() + "\n\n\n"
-                     f"{name} = numba.njit(error_model=\"numpy\", fastmath=FASTMATH, cache=CACHE)({name}_py)\n")
+                     f"{name} = numba.njit(inline=\"always\", error_model=\"numpy\", fastmath=FASTMATH, "
+                     f"cache=CACHE)({name}_py)\n")
     opts = f"nogil=True, fastmath=FASTMATH, error_model={KERNEL_OPTIONS['error_model']!r}, cache=CACHE"
     head = ['"""The fused GD kernel of theorykit for one network, generated by theorykit.referee._fused (do not '
             'edit:', 'the file name is the hash of this text; numba keeps the compiled code in __pycache__ '
             'beside it)."""', "import math", "", "import numba", "import numpy as np"]
     if from_math:
         head.append(f"from math import {', '.join(sorted(from_math))}")
+    if from_vector:  # with the hash of its source: a changed _vecmath gives a new module, so no stale compiled code
+        head.append(f"from theorykit.referee._vecmath import {', '.join(sorted(from_vector))}  # {SOURCE_DIGEST}")
     head += ["", f"FASTMATH = set({sorted(FASTMATH)!r})", f"CACHE = {bool(cache)!r}", "", ""]
     extras = [inspect.getsource(f).rstrip() + "\n\n\n" for f in _EXTRAS.values()]
     extras.append("".join(f"{nm} = numba.njit(error_model=\"numpy\", cache=CACHE)({f.__name__})\n"
