@@ -2,7 +2,10 @@
 
 JSON keys: top_eigenvalue, overlap2, delta_u (null with delta_u_reason), link, preprocess, delta, and the prediction's
 fields; for a k-index link (k = 2, 3) also k, eigenvalues, overlap2 per outlier, directions, subspace_overlap2,
-outliers, margins, and thresholds [{direction, delta_u, error, bracket, note}] (theorykit.spectra.multi)."""
+outliers, margins, and thresholds [{direction, delta_u, error, bracket, note}] (theorykit.spectra.multi); for a matrix
+preprocessing (--preprocess '[[T11, T12], [T21, T22]]', k x k) also k, eigenvalues, overlap2 per outlier, directions
+(each outlier's latent part A, k x k row-major), outliers, margin, error, and threshold {delta_u, error, bracket, note}
+(theorykit.spectra.matrix_preprocessing)."""
 import math
 
 from ..errors import TheorykitError
@@ -30,7 +33,9 @@ def add_parser(sub):
     p.add_argument("--link", required=True, help="link: preset (phase-retrieval, ...) or expression in z (or "
                                                  "z1..zk, k <= 3) and eps")
     p.add_argument("--preprocess", required=True, metavar="EXPR",
-                   help="preprocessing T as an expression in y and delta, e.g. '(y-1)/(y+sqrt(2*delta)-1)'")
+                   help="preprocessing T as an expression in y and delta, e.g. '(y-1)/(y+sqrt(2*delta)-1)'; for a "
+                        "k-index link also a symmetric k x k matrix of such expressions, e.g. "
+                        "'[[tanh(y), tanh(y)**2], [tanh(y)**2, 0]]'")
     p.add_argument("--delta", required=True, help="sample ratio n/d, a finite number > 0")
     p.add_argument("--delta-range", nargs=2, default=("1e-3", "1e3"), metavar=("LO", "HI"),
                    help="range 0 < LO < HI scanned for the threshold delta_u (default 1e-3 1e3)")
@@ -44,6 +49,8 @@ def run(args) -> dict:
         raise TheorykitError(f"--delta-range: expected LO < HI, got {args.delta_range[0]} {args.delta_range[1]}")
     from ..symbolic.ingredients import link as make_link
 
+    if args.preprocess.strip().startswith("["):
+        return _run_matrix(args, delta, lo, hi, make_link(args.link).k)
     if make_link(args.link).k > 1:
         return _run_multi(args, delta, lo, hi)
     # T's admissibility (finite, no pole in the support of y, bounded above, sup T > 0): the same check, hence the
@@ -102,7 +109,68 @@ def _run_multi(args, delta, lo, hi) -> dict:
     return out
 
 
+def split_top(text: str, what: str) -> list:
+    """The comma-separated items of ``text`` at bracket depth 0 (commas inside f(a, b) or [..] stay)."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth < 0:
+            raise TheorykitError(f"{what}: unbalanced brackets in {text!r}")
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if depth != 0:
+        raise TheorykitError(f"{what}: unbalanced brackets in {text!r}")
+    return items + ([cur.strip()] if cur.strip() else [])
+
+
+def parse_matrix(text: str) -> list:
+    """'[[a, b], [c, d]]' -> [['a', 'b'], ['c', 'd']] (entries are expressions, parsed later by the whitelist
+    parser)."""
+    t = text.strip()
+    if not (t.startswith("[") and t.endswith("]")):
+        raise TheorykitError(f"--preprocess: a matrix is written [[T11, T12], [T21, T22]], got {text!r}")
+    rows = split_top(t[1:-1], "--preprocess")
+    if not rows or any(not (r.startswith("[") and r.endswith("]")) for r in rows):
+        raise TheorykitError(f"--preprocess: a matrix is written [[T11, T12], [T21, T22]], got {text!r}")
+    return [split_top(r[1:-1], "--preprocess") for r in rows]
+
+
+def _run_matrix(args, delta, lo, hi, k) -> dict:
+    """A symmetric k x k matrix preprocessing (theorykit.spectra.matrix_preprocessing)."""
+    from ..spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_threshold
+
+    T = parse_matrix(args.preprocess)
+    pred = matrix_spectral_prediction(args.link, T, delta)
+    thr = matrix_spectral_threshold(args.link, T, delta_range=(lo, hi))
+    out = {"top_eigenvalue": pred.eigenvalues[0] if pred.outliers else pred.bulk_edge,
+           "overlap2": pred.overlap2[0] if pred.outliers else 0.0, "delta_u": thr["delta_u"], "link": args.link,
+           "preprocess": args.preprocess, "delta": delta, "k": k}
+    if thr["delta_u"] is None:
+        out["delta_u_reason"] = thr["note"]
+    out.update({key: v for key, v in pred.as_dict().items() if key not in ("delta", "k")})
+    out["threshold"] = thr
+    return out
+
+
 def text(r) -> str:
+    if "margin" in r and "threshold" in r:  # a matrix preprocessing
+        th = r["threshold"]
+        lines = [f"spectral method: T(y) = {r['preprocess']} (a {r['k']} x {r['k']} matrix) on link {r['link']}, "
+                 f"delta = {r['delta']:g}",
+                 f"  bulk edge {r['bulk_edge']:.10g}; {r['outliers']} outlier(s); margin {r['margin']:.4g} "
+                 "(> 0: an outlier)"]
+        for ev, ov in zip(r["eigenvalues"], r["overlap2"]):
+            lines.append(f"  outlier {ev:.10g}: overlap^2 with the latent subspace {ov:.6g}")
+        lines.append(f"  error (the coarser quadrature's change): top {r['error']['top']:.1e}, margin "
+                     f"{r['error']['margin']:.1e}")
+        lines.append(f"  delta_u = {th['delta_u']:.8g} +/- {th['error']:.1e}" if th["delta_u"] is not None
+                     else f"  delta_u: {th['note']}")
+        lines.append(f"  method: {r['method']}")
+        return "\n".join(lines)
     if "thresholds" in r:  # k > 1
         lines = [f"spectral method: T(y) = {r['preprocess']} on link {r['link']} (k = {r['k']}), "
                  f"delta = {r['delta']:g}",

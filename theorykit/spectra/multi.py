@@ -19,7 +19,7 @@ has a zero eigenvalue (k = 1: the scalar margin of :mod:`theorykit.spectra.class
 
 The law of (Z, z) comes from the deterministic tensor quadrature of
 :func:`theorykit.symbolic.links.quadrature_nodes` (k <= 3); errors are the change under the rule with half the
-panels.  Only a scalar T of y is handled (a matrix-valued preprocessing is not).
+panels.  A matrix-valued preprocessing is :mod:`theorykit.spectra.matrix_preprocessing`.
 """
 from __future__ import annotations
 

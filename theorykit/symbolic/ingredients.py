@@ -552,6 +552,39 @@ def preprocessing(spec) -> Preprocessing:
     return Preprocessing(str(spec).strip(), expr)
 
 
+def matrix_preprocessing(T, k: int):
+    """(y (N,), delta) -> T(y) (N, k, k) from a k x k nested list of expressions in y and delta (strings, numbers
+    or :class:`Preprocessing`, parsed by the whitelist parser) or a callable (y, delta) -> (N, k, k).  The values
+    are checked: finite, the right shape, symmetric."""
+    if callable(T) and not isinstance(T, (str, Preprocessing)):
+        fn = T
+    else:
+        rows = T if isinstance(T, (list, tuple)) else None
+        if rows is None or len(rows) != k or any(not isinstance(r, (list, tuple)) or len(r) != k for r in rows):
+            raise TheorykitError(f"a matrix preprocessing for k = {k} is a {k} x {k} nested list of expressions in y "
+                                 f"and delta (or a callable (y, delta) -> (N, {k}, {k})), got {T!r}"[:300])
+        entries = [[preprocessing(str(e) if isinstance(e, (int, float)) else e) for e in r] for r in rows]
+
+        def fn(y, delta):
+            y = np.asarray(y, dtype=float)
+            return np.stack([np.stack([np.broadcast_to(e(y, delta), y.shape) for e in r], axis=-1) for r in entries],
+                            axis=-2)
+
+    def evaluate(y, delta):
+        y = np.asarray(y, dtype=float)
+        out = np.asarray(fn(y, delta), dtype=float)
+        if out.shape != y.shape + (k, k):
+            raise TheorykitError(f"T(y) must have shape (N, {k}, {k}) for N values of y, got {out.shape}")
+        if not np.all(np.isfinite(out)):
+            raise TheorykitError("T(y) is not finite at some y of the support")
+        asym = float(np.max(np.abs(out - np.swapaxes(out, -1, -2)), initial=0.0))
+        if asym > 1e-12 * max(1.0, float(np.max(np.abs(out), initial=0.0))):
+            raise TheorykitError(f"T(y) must be symmetric (T_ij = T_ji); it differs by {asym:.3g} at some y")
+        return 0.5 * (out + np.swapaxes(out, -1, -2))
+
+    return evaluate
+
+
 def _clip(text, n: int = 60) -> str:
     """repr of a user's text cut to about n characters (a one-line error stays readable)."""
     r = repr(text)
