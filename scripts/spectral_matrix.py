@@ -19,7 +19,7 @@ import numpy as np
 
 from theorykit.referee.spectral_methods import finite_d_matrix_spectrum
 from theorykit.report.writer import now, write_study
-from theorykit.spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_threshold
+from theorykit.spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_thresholds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DS, SEEDS = (500, 1000, 2000), 8
@@ -43,10 +43,12 @@ def main(argv):
     rows, lines = [], []
     for case, link, T, deltas, top in CASES:
         t1 = time.perf_counter()
-        th = matrix_spectral_threshold(link, T, delta_range=(0.1, 50.0))
-        thr = (f"{th['delta_u']:.5g} ± {th['error']:.1g}" if th["delta_u"] is not None else th["note"])
+        ths = matrix_spectral_thresholds(link, T, delta_range=(0.1, 50.0))
+        th = ths[0]
+        thr = "; ".join(f"outlier {t['outlier']}: " + (f"{t['delta_u']:.5g} ± {t['error']:.1g}"
+                                                      if t["delta_u"] is not None else t["note"]) for t in ths)
         lines += [f"### y = {link} ({case}), T(y) = {show(T)}", "",
-                  f"Threshold (theory, {time.perf_counter() - t1:.0f} s): {thr}", "",
+                  f"Thresholds (theory, {time.perf_counter() - t1:.0f} s): {thr}", "",
                   "| delta | theory: outliers (eigenvalue, overlap^2) | bulk edge | error (top) | seconds | d | finite "
                   f"d: top {top} eigenvalues ± s.e. | latent overlap^2 ± s.e. | seconds |",
                   "|---|---|---|---|---|---|---|---|---|"]

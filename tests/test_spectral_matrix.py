@@ -7,7 +7,7 @@ import pytest
 from theorykit.errors import TheorykitError
 from theorykit.referee.spectral_methods import finite_d_matrix_spectrum, matrix_data_operator
 from theorykit.spectra import multi_spectral_prediction
-from theorykit.spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_threshold
+from theorykit.spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_thresholds
 
 SCALAR = "y/(1 + Abs(y))"
 
@@ -53,8 +53,10 @@ def test_against_the_finite_d_data_matrix(link, T, delta):
 
 def test_threshold_brackets_the_outlier():
     link, T = "z1*z2", TURNING
-    th = matrix_spectral_threshold(link, T, delta_range=(0.5, 2.0), points=5)
-    assert th["delta_u"] is not None and th["error"] < 1e-2
+    rows = matrix_spectral_thresholds(link, T, delta_range=(0.5, 2.0), points=5)
+    th = rows[0]
+    assert th["outlier"] == 1 and th["delta_u"] is not None and th["error"] < 1e-2
+    assert rows[-1]["delta_u"] is None and "no outlier 2" in rows[-1]["note"]  # one outlier only, up to delta = 2
     lo, hi = th["delta_u"] * 0.9, th["delta_u"] * 1.1
     assert matrix_spectral_prediction(link, T, lo).margin < 0 < matrix_spectral_prediction(link, T, hi).margin
 
@@ -92,11 +94,22 @@ def test_spectral_command_with_a_matrix(capsys):
     from theorykit.cli import main
 
     assert main(["spectral", "--link", "z1*z2", "--preprocess", "[[tanh(y), tanh(y)**2], [tanh(y)**2, 0]]",
-                 "--delta", "6", "--delta-range", "0.5", "2", "--json"]) == 0
+                 "--delta", "6", "--delta-range", "1", "1.5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["k"] == 2 and out["outliers"] == 1 and out["margin"] > 0
+    assert out["k"] == 2 and out["outliers"] == 1 and out["margin"] > 0 and out["margins"][0] == out["margin"]
+    assert out["thresholds"][0]["outlier"] == 1 and out["preprocessing"] == "matrix"
     assert out["top_eigenvalue"] == pytest.approx(out["eigenvalues"][0]) and out["top_eigenvalue"] > out["bulk_edge"]
-    assert out["delta_u"] == pytest.approx(0.75106, abs=1e-4)  # tables/spectral_matrix.md
+    # the threshold is 0.751 (tables/spectral_matrix.md): below this range, which the reason says
+    assert out["delta_u"] is None and "already at delta = 1" in out["delta_u_reason"]
     assert main(["spectral", "--link", "z1*z2", "--preprocess", "[[tanh(y), Max(y, 0)], [Max(y, 0), 0]",
                  "--delta", "6"]) == 2
     assert "unbalanced" in capsys.readouterr().err
+
+
+def test_double_outlier_has_two_equal_thresholds():
+    """z1^2 - z2^2 with T = [tanh y, tanh^2 y; tanh^2 y, -tanh y] has a double outlier (the symmetry z1 <-> z2,
+    y -> -y): both margins turn positive at the same delta (tables/spectral_matrix.md: 1.7702)."""
+    T = [["tanh(y)", "tanh(y)**2"], ["tanh(y)**2", "-tanh(y)"]]
+    rows = matrix_spectral_thresholds("z1**2 - z2**2", T, delta_range=(1.2, 2.4), points=4)
+    assert rows[0]["delta_u"] == pytest.approx(1.7702, abs=1e-3)
+    assert rows[1]["delta_u"] == pytest.approx(rows[0]["delta_u"], abs=1e-4)

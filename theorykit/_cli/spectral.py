@@ -4,8 +4,8 @@ JSON keys: top_eigenvalue, overlap2, delta_u (null with delta_u_reason), link, p
 fields; for a k-index link (k = 2, 3) also k, eigenvalues, overlap2 per outlier, directions, subspace_overlap2,
 outliers, margins, and thresholds [{direction, delta_u, error, bracket, note}] (theorykit.spectra.multi); for a matrix
 preprocessing (--preprocess '[[T11, T12], [T21, T22]]', k x k) also k, eigenvalues, overlap2 per outlier, directions
-(each outlier's latent part A, k x k row-major), outliers, margin, error, and threshold {delta_u, error, bracket, note}
-(theorykit.spectra.matrix_preprocessing)."""
+(each outlier's latent part A, k x k row-major), outliers, margin, margins, error, preprocessing ("matrix") and
+thresholds [{outlier, delta_u, error, bracket, note}] (theorykit.spectra.matrix_preprocessing)."""
 import math
 
 from ..errors import TheorykitError
@@ -141,24 +141,24 @@ def parse_matrix(text: str) -> list:
 
 def _run_matrix(args, delta, lo, hi, k) -> dict:
     """A symmetric k x k matrix preprocessing (theorykit.spectra.matrix_preprocessing)."""
-    from ..spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_threshold
+    from ..spectra.matrix_preprocessing import matrix_spectral_prediction, matrix_spectral_thresholds
 
     T = parse_matrix(args.preprocess)
     pred = matrix_spectral_prediction(args.link, T, delta)
-    thr = matrix_spectral_threshold(args.link, T, delta_range=(lo, hi))
+    thr = matrix_spectral_thresholds(args.link, T, delta_range=(lo, hi))
+    first = thr[0] if thr else {"delta_u": None, "note": "the law has no hard directions"}
     out = {"top_eigenvalue": pred.eigenvalues[0] if pred.outliers else pred.bulk_edge,
-           "overlap2": pred.overlap2[0] if pred.outliers else 0.0, "delta_u": thr["delta_u"], "link": args.link,
-           "preprocess": args.preprocess, "delta": delta, "k": k}
-    if thr["delta_u"] is None:
-        out["delta_u_reason"] = thr["note"]
+           "overlap2": pred.overlap2[0] if pred.outliers else 0.0, "delta_u": first["delta_u"], "link": args.link,
+           "preprocess": args.preprocess, "preprocessing": "matrix", "delta": delta, "k": k}
+    if first["delta_u"] is None:
+        out["delta_u_reason"] = first["note"]
     out.update({key: v for key, v in pred.as_dict().items() if key not in ("delta", "k")})
-    out["threshold"] = thr
+    out["thresholds"] = thr
     return out
 
 
 def text(r) -> str:
-    if "margin" in r and "threshold" in r:  # a matrix preprocessing
-        th = r["threshold"]
+    if r.get("preprocessing") == "matrix":
         lines = [f"spectral method: T(y) = {r['preprocess']} (a {r['k']} x {r['k']} matrix) on link {r['link']}, "
                  f"delta = {r['delta']:g}",
                  f"  bulk edge {r['bulk_edge']:.10g}; {r['outliers']} outlier(s); margin {r['margin']:.4g} "
@@ -167,8 +167,9 @@ def text(r) -> str:
             lines.append(f"  outlier {ev:.10g}: overlap^2 with the latent subspace {ov:.6g}")
         lines.append(f"  error (the coarser quadrature's change): top {r['error']['top']:.1e}, margin "
                      f"{r['error']['margin']:.1e}")
-        lines.append(f"  delta_u = {th['delta_u']:.8g} +/- {th['error']:.1e}" if th["delta_u"] is not None
-                     else f"  delta_u: {th['note']}")
+        for t in r["thresholds"]:
+            lines.append(f"  outlier {t['outlier']}: delta_u = {t['delta_u']:.8g} +/- {t['error']:.1e}"
+                         if t["delta_u"] is not None else f"  outlier {t['outlier']}: {t['note']}")
         lines.append(f"  method: {r['method']}")
         return "\n".join(lines)
     if "thresholds" in r:  # k > 1

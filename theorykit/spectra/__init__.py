@@ -8,7 +8,7 @@ from .classic import (SpectralLaw, SpectralPrediction, Threshold, bulk_edge, hes
 from .multi import (MultiSpectralLaw, MultiSpectralPrediction, multi_outliers, multi_spectral_law,
                     multi_spectral_prediction, multi_spectral_thresholds)
 from .matrix_preprocessing import (MatrixSpectralPrediction, matrix_spectral_law, matrix_spectral_prediction,
-                                   matrix_spectral_threshold)
+                                   matrix_spectral_thresholds)
 from .hessian import (HessianLaw, HessianPrediction, Outlier, eigenvalue_counting, expected_extremes, hessian_density,
                       hessian_prediction, kernel_mass, single_sample_spikes, split_spikes, tail_diagnostics)
 
@@ -17,4 +17,5 @@ __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "bulk_edge", "hessi
            "eigenvalue_counting", "expected_extremes", "hessian_density", "hessian_prediction", "single_sample_spikes",
            "kernel_mass", "split_spikes", "tail_diagnostics", "MultiSpectralLaw", "MultiSpectralPrediction",
            "multi_outliers", "multi_spectral_law", "multi_spectral_prediction", "multi_spectral_thresholds",
-           "MatrixSpectralPrediction", "matrix_spectral_law", "matrix_spectral_prediction", "matrix_spectral_threshold"]
+           "MatrixSpectralPrediction", "matrix_spectral_law", "matrix_spectral_prediction",
+           "matrix_spectral_thresholds"]

@@ -18,8 +18,9 @@ with m = k and k_H = k.
 * T must be bounded above on the support of y (as for a scalar T: otherwise the top of M_n grows with n): lambda_max
   of T is evaluated at the latent pushed outward (z -> c z, c = 2 .. 32), and a T whose top still grows at the last
   doubling by at least half its growth at the one before (no levelling off: y, log(1 + y^2)) is refused.
-* The threshold is the smallest delta at which the margin (minus the smallest eigenvalue of the spike matrix at the
-  bulk edge, :class:`theorykit.spectra.hessian.HessianPrediction`) turns positive: a log grid, then brentq.
+* The threshold of the j-th outlier is the smallest delta at which the j-th margin (minus the j-th smallest eigenvalue
+  of the spike matrix at the bulk edge, :class:`theorykit.spectra.hessian.HessianPrediction`'s margins) turns
+  positive: a log grid, then brentq.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ..symbolic.ingredients import link as make_link, matrix_preprocessing
 from .classic import check_delta
 
 __all__ = ["MatrixSpectralPrediction", "matrix_spectral_law", "matrix_spectral_prediction",
-           "matrix_spectral_threshold"]
+           "matrix_spectral_thresholds"]
 
 #: quadrature level of the law by k (halvings of links.GL_PANELS: 296 nodes per axis at k = 2, 64 at k = 3); the
 #: error check uses one more
@@ -94,7 +95,8 @@ class MatrixSpectralPrediction:
 
     eigenvalues: the outliers, descending; overlap2: per outlier, the squared norm of its eigenvector's latent part
     P A; directions: per outlier, A (k x k, row-major, unit Frobenius norm: the null vector of the spike equation);
-    margin (> 0 iff an outlier exists); bulk_edge: the right edge of the bulk; edge_case: "fold" or "domain"
+    margin (> 0 iff an outlier exists); margins (k^2, descending: the j-th > 0 iff there are at least j outliers);
+    bulk_edge: the right edge of the bulk; edge_case: "fold" or "domain"
     (docs/theory.md §4); tau: the largest eigenvalue of T over the support; error: the change of the top eigenvalue
     (or of the edge without an outlier) and of the margin under the rule with half the panels; k, delta, method."""
 
@@ -102,6 +104,7 @@ class MatrixSpectralPrediction:
     overlap2: tuple
     directions: tuple
     margin: float
+    margins: tuple
     bulk_edge: float
     edge_case: str
     tau: float
@@ -118,6 +121,7 @@ class MatrixSpectralPrediction:
     def as_dict(self) -> dict:
         return {"eigenvalues": list(self.eigenvalues), "overlap2": list(self.overlap2),
                 "directions": [list(a) for a in self.directions], "outliers": self.outliers, "margin": self.margin,
+                "margins": list(self.margins),
                 "bulk_edge": self.bulk_edge, "edge_case": self.edge_case, "tau": self.tau, "error": self.error,
                 "k": self.k, "delta": self.delta, "method": self.method, "notes": list(self.notes)}
 
@@ -148,39 +152,50 @@ def matrix_spectral_prediction(link, T, delta, level: Optional[int] = None) -> M
                      "threshold within the quadrature's error")
     return MatrixSpectralPrediction(
         tuple(-o.lam for o in fine.outliers), tuple(o.overlap2 for o in fine.outliers),
-        tuple(tuple(float(v) for v in o.direction) for o in fine.outliers), float(fine.margin), float(-fine.edge),
+        tuple(tuple(float(v) for v in o.direction) for o in fine.outliers), float(fine.margin), tuple(fine.margins),
+        float(-fine.edge),
         fine.edge_case, tau, error, k, float(delta), f"Hessian theory with m = k_H = {k}: {law.source}",
         tuple(notes))
 
 
-def _margin(link, T, delta, level) -> float:
+def _margins(link, T, delta, level) -> Optional[tuple]:
     try:
-        return float(_predict(link, T, delta, level)[0].margin)
+        return tuple(_predict(link, T, delta, level)[0].margins)
     except TheorykitError:
-        return math.nan
+        return None
 
 
-def matrix_spectral_threshold(link, T, delta_range=(0.1, 100.0), points: int = 13, xtol: float = 1e-6,
-                              level: Optional[int] = None) -> dict:
-    """The smallest delta with an outlier: the first sign change of the margin on a log grid of ``delta_range``,
-    then brentq, on the rule and on the coarser one.  Returns {delta_u, error, bracket, note}: delta_u None when the
-    margin does not turn positive in the range; error = xtol plus the change of the root under the coarser rule."""
+def matrix_spectral_thresholds(link, T, delta_range=(0.1, 100.0), points: int = 13, xtol: float = 1e-6,
+                               level: Optional[int] = None) -> list:
+    """Per outlier j = 1, 2, ..: the smallest delta with at least j outliers, where the j-th margin turns positive:
+    the first sign change on a log grid of ``delta_range``, then brentq, on the rule and on the coarser one.  Returns
+    [{outlier, delta_u, error, bracket, note}], one per margin up to the first that does not turn positive in the
+    range (delta_u None there, with the note); error = xtol plus the change of the root under the coarser rule."""
     lo, hi = (float(v) for v in delta_range)
     if not (0 < lo < hi and math.isfinite(hi)):
         raise TheorykitError(f"delta_range must satisfy 0 < lo < hi, got {delta_range!r}")
     level = LEVEL[make_link(link).k] if level is None else int(level)
     grid = np.geomspace(lo, hi, int(points))
-    vals = [_margin(link, T, float(dl), level) for dl in grid]
-    out: dict = {"delta_u": None, "error": None, "bracket": None, "note": ""}
-    if vals[0] > 0:
-        out["note"] = f"an outlier already at delta = {lo:g}: delta_u < {lo:g}"
-        return out
-    hit: Optional[int] = next((i for i in range(1, len(grid)) if vals[i] > 0 and vals[i - 1] <= 0), None)
-    if hit is None:
-        out["note"] = f"no outlier for delta in [{lo:g}, {hi:g}]"
-        return out
-    a, b = float(grid[hit - 1]), float(grid[hit])
-    roots = [float(optimize.brentq(lambda dl, lv=lv: _margin(link, T, dl, lv), a, b, xtol=xtol))
-             for lv in (level, level + 1)]
-    out.update(delta_u=roots[0], error=xtol + abs(roots[0] - roots[1]), bracket=[a, b])
+    M = [_margins(link, T, float(dl), level) for dl in grid]
+    width = max((len(m) for m in M if m), default=0)
+    out = []
+    for j in range(width):
+        row: dict = {"outlier": j + 1, "delta_u": None, "error": None, "bracket": None, "note": ""}
+        vals = [m[j] if m else math.nan for m in M]
+        hit: Optional[int] = next((i for i in range(1, len(grid)) if vals[i] > 0 and vals[i - 1] <= 0), None)
+        if vals[0] > 0:
+            row["note"] = f"this outlier already at delta = {lo:g}: delta_u < {lo:g}"
+        elif hit is None:
+            row["note"] = f"no outlier {j + 1} for delta in [{lo:g}, {hi:g}]"
+        else:
+            a, b = float(grid[hit - 1]), float(grid[hit])
+
+            def g(dl, lv, j=j):
+                m = _margins(link, T, dl, lv)
+                return m[j] if m else math.nan
+            roots = [float(optimize.brentq(g, a, b, args=(lv,), xtol=xtol)) for lv in (level, level + 1)]
+            row.update(delta_u=roots[0], error=xtol + abs(roots[0] - roots[1]), bracket=[a, b])
+        out.append(row)
+        if row["delta_u"] is None and not vals[0] > 0:
+            break
     return out

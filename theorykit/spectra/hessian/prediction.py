@@ -79,6 +79,8 @@ class HessianPrediction:
     spikes: tuple = ()  # predicted single-sample eigenvalues of a truncated law's expected extremes (None: in the bulk)
     outliers_from: str = "law"  # "law", or "with extremes" (the truncated law plus its expected extremes as atoms)
     atom_mass: float = 0.0  # mass of the kernel of H - ridge I (kernel_mass): an atom of the spectrum at the ridge
+    margins: tuple = ()  # minus every eigenvalue of Phi - lambda I at the edge, descending (margins[0] = margin; the
+    #                      j-th > 0 iff there are at least j + 1 hard outliers); the m x m continuation only
 
     @property
     def has_outlier(self) -> bool:
@@ -90,7 +92,7 @@ class HessianPrediction:
                 "kH": self.kH, "unbounded": self.unbounded, "truncation_n": self.truncation_n,
                 "D_tail": self.D_tail, "method": self.method, "evaluations": self.evaluations,
                 "notes": list(self.notes), "spikes": list(self.spikes), "outliers_from": self.outliers_from,
-                "atom_mass": self.atom_mass}
+                "atom_mass": self.atom_mass, "margins": list(self.margins)}
 
 
 def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPrediction:
@@ -160,6 +162,7 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
     kH, m = law.kH, law.m
     outs = []
     margin = -math.inf
+    margins: tuple = ()
     if kH:
         def mu(t):
             s, lam, _, _, _, g = curve.at(t)
@@ -168,8 +171,10 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
         mu_e = mu(tau_e)
         margin = float(-mu_e[0])
         count = int((mu_e < 0).sum())
+        margins = tuple(float(-v) for v in mu_e)
         if case == "atom":  # H >= 0 with a kernel: nothing lies below the atom at 0
             margin, count = min(margin, 0.0), 0
+            margins = tuple(min(v, 0.0) for v in margins)
         for j in range(count):
             lo = None
             for t in taus:
@@ -205,4 +210,5 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
     method = (f"m x m continuation of the real S below the bulk (tau = tr S, bordered Newton; edge: {case}) on "
               f"{law.source}")
     return HessianPrediction(float(lam_e + law.ridge), case, tuple(outs), margin, core.mat(s_e), law.delta, m, kH,
-                             unb, law.truncation_n, law.tail, method, curve.evals, tuple(notes), atom_mass=atom)
+                             unb, law.truncation_n, law.tail, method, curve.evals, tuple(notes), atom_mass=atom,
+                             margins=margins)
