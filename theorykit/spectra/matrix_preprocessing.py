@@ -24,16 +24,15 @@ with m = k and k_H = k.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from scipy import optimize
 
 from ..errors import TheorykitError
 from ..symbolic.ingredients import link as make_link, matrix_preprocessing
 from .classic import check_delta
+from .multi import margin_roots
 
 __all__ = ["MatrixSpectralPrediction", "matrix_spectral_law", "matrix_spectral_prediction",
            "matrix_spectral_thresholds"]
@@ -168,34 +167,11 @@ def _margins(link, T, delta, level) -> Optional[tuple]:
 def matrix_spectral_thresholds(link, T, delta_range=(0.1, 100.0), points: int = 13, xtol: float = 1e-6,
                                level: Optional[int] = None) -> list:
     """Per outlier j = 1, 2, ..: the smallest delta with at least j outliers, where the j-th margin turns positive:
-    the first sign change on a log grid of ``delta_range``, then brentq, on the rule and on the coarser one.  Returns
-    [{outlier, delta_u, error, bracket, note}], one per margin up to the first that does not turn positive in the
-    range (delta_u None there, with the note); error = xtol plus the change of the root under the coarser rule."""
-    lo, hi = (float(v) for v in delta_range)
-    if not (0 < lo < hi and math.isfinite(hi)):
-        raise TheorykitError(f"delta_range must satisfy 0 < lo < hi, got {delta_range!r}")
-    level = LEVEL[make_link(link).k] if level is None else int(level)
-    grid = np.geomspace(lo, hi, int(points))
-    M = [_margins(link, T, float(dl), level) for dl in grid]
-    width = max((len(m) for m in M if m), default=0)
-    out = []
-    for j in range(width):
-        row: dict = {"outlier": j + 1, "delta_u": None, "error": None, "bracket": None, "note": ""}
-        vals = [m[j] if m else math.nan for m in M]
-        hit: Optional[int] = next((i for i in range(1, len(grid)) if vals[i] > 0 and vals[i - 1] <= 0), None)
-        if vals[0] > 0:
-            row["note"] = f"this outlier already at delta = {lo:g}: delta_u < {lo:g}"
-        elif hit is None:
-            row["note"] = f"no outlier {j + 1} for delta in [{lo:g}, {hi:g}]"
-        else:
-            a, b = float(grid[hit - 1]), float(grid[hit])
-
-            def g(dl, lv, j=j):
-                m = _margins(link, T, dl, lv)
-                return m[j] if m else math.nan
-            roots = [float(optimize.brentq(g, a, b, args=(lv,), xtol=xtol)) for lv in (level, level + 1)]
-            row.update(delta_u=roots[0], error=xtol + abs(roots[0] - roots[1]), bracket=[a, b])
-        out.append(row)
-        if row["delta_u"] is None and not vals[0] > 0:
-            break
-    return out
+    the first sign change on a log grid of ``delta_range``, then brentq, on the rule and on the coarser one
+    (:func:`theorykit.spectra.multi.margin_roots`).  Returns [{outlier, delta_u, error, bracket, note}], one per
+    margin up to the first that does not turn positive in the range (delta_u None there, with the note); error = xtol
+    plus the change of the root under the coarser rule."""
+    k = make_link(link).k
+    level = LEVEL[k] if level is None else int(level)
+    return margin_roots(lambda dl, lv: _margins(link, T, dl, lv), delta_range, points, k * k, level,
+                        (level, level + 1), xtol, "outlier", lambda j: f"{j + 1}", stop_at_missing=True)

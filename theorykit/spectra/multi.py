@@ -180,30 +180,42 @@ def multi_spectral_thresholds(link, T, delta_range=(1e-2, 1e2), points: int = 25
     margin eigenvalue on a log grid of ``delta_range``, then brentq.  Returns [{direction, delta_u, error, bracket,
     note}] with delta_u None when the margin does not turn positive in the range; error = xtol plus the change of
     the root under the finer quadrature (``level`` - 1)."""
+    k = make_link(link).k
+    return margin_roots(lambda dl, lv: _margins(link, T, dl, lv), delta_range, points, k, level,
+                        (max(level - 1, 0), level), xtol, "direction", lambda j: "in this direction")
+
+
+def margin_roots(margins_at, delta_range, points: int, count: int, scan_level: int, levels: tuple, xtol: float,
+                 key: str, label, stop_at_missing: bool = False) -> list:
+    """The thresholds of a family of margins: for j < count, the smallest delta in ``delta_range`` where
+    margins_at(delta, level)[j] turns positive (the first sign change on a log grid of ``points`` at
+    ``scan_level``, then brentq at levels[0], the reported root, and at levels[1], its check).  margins_at returns a
+    sequence, or None where it is undefined.  Returns [{key: j + 1, delta_u, error, bracket, note}] (error = xtol
+    plus the change of the root between the two levels; label(j) names the margin in the notes); with
+    ``stop_at_missing`` the list ends at the first margin that does not turn positive in the range."""
     lo, hi = (float(v) for v in delta_range)
     if not (0 < lo < hi and math.isfinite(hi)):
         raise TheorykitError(f"delta_range must satisfy 0 < lo < hi, got {delta_range!r}")
-    grid = np.geomspace(lo, hi, points)
-    M = [_margins(link, T, float(dl), level) for dl in grid]
-    k = make_link(link).k
+    grid = np.geomspace(lo, hi, int(points))
+    M = [margins_at(float(dl), scan_level) for dl in grid]
     out = []
-    for j in range(k):
-        row = {"direction": j + 1, "delta_u": None, "error": None, "bracket": None, "note": ""}
-        vals = [None if m is None else float(m[j]) for m in M]
-        hit = next((i for i in range(1, points) if vals[i] is not None and vals[i] > 0 and vals[i - 1] is not None
-                    and vals[i - 1] <= 0), None)
-        if vals[0] is not None and vals[0] > 0:
-            row["note"] = f"an outlier in this direction already at delta = {lo:g}: delta_u < {lo:g}"
+    for j in range(count):
+        row: dict = {key: j + 1, "delta_u": None, "error": None, "bracket": None, "note": ""}
+        vals = [float(m[j]) if m is not None and j < len(m) else math.nan for m in M]
+        hit = next((i for i in range(1, len(grid)) if vals[i] > 0 and vals[i - 1] <= 0), None)
+        if vals[0] > 0:
+            row["note"] = f"an outlier {label(j)} already at delta = {lo:g}: delta_u < {lo:g}"
         elif hit is None:
-            row["note"] = f"no outlier in this direction for delta in [{lo:g}, {hi:g}]"
+            row["note"] = f"no outlier {label(j)} for delta in [{lo:g}, {hi:g}]"
         else:
             a, b = float(grid[hit - 1]), float(grid[hit])
-            roots = []
-            for lv in (level, max(level - 1, 0)):
-                def g(dl, lv=lv):
-                    m = _margins(link, T, dl, lv)
-                    return float(m[j]) if m is not None else math.nan
-                roots.append(float(optimize.brentq(g, a, b, xtol=xtol)))
-            row.update(delta_u=roots[-1], error=xtol + abs(roots[0] - roots[-1]), bracket=[a, b])
+
+            def g(dl, lv, j=j):
+                m = margins_at(dl, lv)
+                return float(m[j]) if m is not None else math.nan
+            roots = [float(optimize.brentq(g, a, b, args=(lv,), xtol=xtol)) for lv in levels]
+            row.update(delta_u=roots[0], error=xtol + abs(roots[0] - roots[1]), bracket=[a, b])
         out.append(row)
+        if stop_at_missing and row["delta_u"] is None and not vals[0] > 0:
+            break
     return out
