@@ -208,3 +208,22 @@ def test_delta_star_infinity_at_width_two_brackets_its_root():
     r = delta_star_infinity(p, deltas=[6.0, 16.0], order=16, g_nodes=32)
     assert r.error == "" and r.bracket[0] <= r.value <= r.bracket[1] and 6.0 < r.value < 16.0
     assert r.outlier < 0 <= r.edge and r.separation < r.value
+
+
+def test_delta_star_infinity_records_a_singular_delta_and_answers_from_the_rest(monkeypatch):
+    """A singular linear system at one delta of the grid (seen once at width 2 on phase retrieval, where it ended the
+    whole threshold with "internal error: LinAlgError") is recorded for that delta; the root comes from the others."""
+    import theorykit.thresholds.stationary as ts
+
+    real = ts.stationary_state
+
+    def flaky(problem, **kw):
+        if problem.delta == 24.0:
+            raise np.linalg.LinAlgError("Singular matrix")
+        return real(problem, **kw)
+
+    monkeypatch.setattr(ts, "stationary_state", flaky)
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", delta=5.0, eta=1.0, steps=1)
+    r = ts.delta_star_infinity(p, deltas=[6.0, 12.0, 24.0])
+    assert r.error == "" and 6.0 <= r.value <= 12.0
+    assert r.states[24.0].startswith("no-solution (singular system")

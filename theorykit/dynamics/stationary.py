@@ -449,7 +449,10 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         return last["state"]
 
     def residual(x):
-        s = evaluate(x)
+        try:
+            s = evaluate(x)
+        except np.linalg.LinAlgError:  # a trial point with a singular C or Q (log entries run far): not a root
+            return np.full(2 * npar + kE * m, 1e6)
         C = s["C"]
         Ch = _spd_fun(C, np.sqrt)
         R1 = delta * Ch @ (lam * eye + s["chi"]) @ Ch - eye
@@ -590,11 +593,23 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
     if start is not None and getattr(start, "status", None) == "ok" and start.problem.m == m:
         x0 = np.concatenate([_triu(_spd_fun(np.atleast_2d(start.c), np.log)),
                              _triu(_spd_fun(np.atleast_2d(start.q), np.log)), (E.T @ start.M).ravel()])
-    s = _state(problem, order, g_nodes, select=select, x0=x0)
-    if x0 is not None and s["residual"] > 1e-6:  # the nearby state was not near enough: from the default start
-        s2 = _state(problem, order, g_nodes, select=select)
-        ran_away = float(np.linalg.eigvalsh(s2["C"])[-1]) > C_MAX * s2["c_ref"]  # no finite state: say so
-        s = s2 if ran_away or s2["residual"] < s["residual"] else s
+    nan = math.nan
+    k = problem.k
+    mat = nan if m == 1 else np.full((m, m), nan)
+
+    def failed(status: str, msg: str, residual: float, method: str = "") -> StationaryState:
+        return StationaryState(problem, status, msg, mat, mat, mat, np.full((k, m), nan), np.full((m, m), nan), nan,
+                               nan, residual, {}, method, np.zeros(0), np.zeros((0, m)), np.zeros(0), np.zeros((0, k)),
+                               np.zeros((0, m, m)))
+    try:
+        s = _state(problem, order, g_nodes, select=select, x0=x0)
+        if x0 is not None and s["residual"] > 1e-6:  # the nearby state was not near enough: from the default start
+            s2 = _state(problem, order, g_nodes, select=select)
+            ran_away = float(np.linalg.eigvalsh(s2["C"])[-1]) > C_MAX * s2["c_ref"]  # no finite state: say so
+            s = s2 if ran_away or s2["residual"] < s["residual"] else s
+    except np.linalg.LinAlgError as exc:  # the search ended on a singular C or Q: no state found, say so
+        return failed("no-solution", f"the stationary equations met a singular system ({exc}); use the long-time "
+                      "DMFT", nan)
     cmax = float(np.linalg.eigvalsh(s["C"])[-1])
     if s["residual"] > 1e-6 or cmax > C_MAX * s["c_ref"]:
         D_mean = float(np.max(np.abs(np.linalg.eigvalsh(np.einsum("n,nij->ij", s["w"], s["D"])))))
@@ -605,19 +620,17 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
                "as for a separable logistic fit); use the long-time DMFT"
                .format(cmax) if init else
                f"the stationary equations did not converge (residual {s['residual']:.2g}); use the long-time DMFT")
-        nan = math.nan
-        k = problem.k
-        mat = nan if m == 1 else np.full((m, m), nan)
-        return StationaryState(problem, status, msg, mat, mat, mat, np.full((k, m), nan), np.full((m, m), nan), nan,
-                               nan, s["residual"], {}, s["method"], np.zeros(0), np.zeros((0, m)), np.zeros(0),
-                               np.zeros((0, k)), np.zeros((0, m, m)))
+        return failed(status, msg, s["residual"], s["method"])
     out = _summary(problem, s)
     err = {}
     if check_order:
-        coarse = _summary(problem, _state(problem, check_order, G_NODES[m][1] if g_nodes == G_NODES[m][0] else
-                                          g_nodes, x0=s["x"], select=select))
-        err = {key: float(np.max(np.abs(np.asarray(out[key]) - np.asarray(coarse[key]))))
-               for key in ("c", "chi_u", "q", "M", "train_loss", "test_loss")}
+        keys = ("c", "chi_u", "q", "M", "train_loss", "test_loss")
+        try:
+            coarse = _summary(problem, _state(problem, check_order, G_NODES[m][1] if g_nodes == G_NODES[m][0] else
+                                              g_nodes, x0=s["x"], select=select))
+            err = {key: float(np.max(np.abs(np.asarray(out[key]) - np.asarray(coarse[key])))) for key in keys}
+        except np.linalg.LinAlgError:  # the coarser rule's search met a singular system: its error is unknown
+            err = {key: math.inf for key in keys}
     return StationaryState(problem, "ok", f"stationary state solved (residual {s['residual']:.1e})", out["c"],
                            out["chi_u"], out["q"], out["M"], out["gram"], out["train_loss"], out["test_loss"],
                            s["residual"], err, s["method"], s["w"], s["r"], s["y"], s["z"], s["D"],

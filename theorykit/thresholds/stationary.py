@@ -155,15 +155,20 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
             crit[dl] = (math.nan, math.nan)
             return crit[dl]
         near = min(states, key=lambda x: abs(math.log(x / dl)), default=None)
-        st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near),
-                              g_nodes=g_nodes)
+        try:
+            st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near),
+                                  g_nodes=g_nodes)
+            pred = hessian_prediction(stationary_law(st, d=d, n=n)) if st.status == "ok" else None
+        except np.linalg.LinAlgError as exc:  # a singular system at this delta: recorded, the others still answer
+            st, pred = None, None
+            bad[dl] = f"no-solution (singular system: {exc})"
         if bar:
             bar.update(min(len(crit) + 1, len(grid) + 12))
-        if st.status != "ok":
-            bad[dl] = st.status
+        if st is None or st.status != "ok":
+            bad.setdefault(dl, getattr(st, "status", "no-solution"))
             crit[dl] = (math.nan, math.nan)
             return crit[dl]
-        preds[dl] = hessian_prediction(stationary_law(st, d=d, n=n))
+        preds[dl] = pred
         states[dl] = st.without_law()  # a start for the next delta (a width-2 law holds 10^5 - 10^6 paths)
         crit[dl] = _criteria(preds[dl])
         return crit[dl]
@@ -202,11 +207,14 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     out = pred.outliers[0] if pred.outliers else None
     # the quadrature's part of the error: the criterion at b on the coarser rule, through the bracket's slope
     g_check = G_NODES[p.m][1] if g_nodes is None else max(16, 16 * ((3 * g_nodes) // 64))
-    cst = stationary_state(p.replace(delta=b), order=max(8, (3 * order) // 4), check_order=0, start=states[b],
-                           g_nodes=g_check)
     quad = math.nan
-    if cst.status == "ok" and fb != fa:
-        quad = abs(_criteria(hessian_prediction(stationary_law(cst, d=d, n=n)))[1] - fb) * (b - a) / abs(fb - fa)
+    try:
+        cst = stationary_state(p.replace(delta=b), order=max(8, (3 * order) // 4), check_order=0, start=states[b],
+                               g_nodes=g_check)
+        if cst.status == "ok" and fb != fa:
+            quad = abs(_criteria(hessian_prediction(stationary_law(cst, d=d, n=n)))[1] - fb) * (b - a) / abs(fb - fa)
+    except np.linalg.LinAlgError:
+        pass  # no coarser state: the bound is the bracket alone, as when the coarse state has no solution
     nt = None if d is None and n is None else (n if n is not None else max(1, int(round(b * d))))
     return DeltaStarInfinity(float(ins.value), (a, b), float(b - a) + (quad if math.isfinite(quad) else 0.0),
                              float(pred.edge), float(out.lam) if out else nan, float(out.overlap2) if out else nan,
