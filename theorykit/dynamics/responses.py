@@ -61,25 +61,35 @@ def window_lags(Ru, Kw, W: int, t: int, lo: int, R_theta, der, wt, m: int, N: in
 def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int, hard=None) -> None:
     """R_u(t, s) for s < t on the first NR paths: J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s, J^t_t = I,
     K^t_s = D^t J^t_s, R_u(t, s) = E[K^t_s].  K[s, s'] (float32) holds K^s'_s as (b, n, c) so that the sum over s'
-    is one contiguous GEMM per s reading only the nonzero triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and
-    K[:, t].  hard = (Ru_h (kH, T+1, T+1, m, m), weights (kH, NR)): also R_u^zeta_j(t, s) = E[zeta_j^2 K^t_s] from the
-    same Jacobians (weights rwt zeta_j^2), for the hard process' kernels."""
+    is one streaming pass per s (:func:`theorykit.dynamics._history.propagate_source`) reading only the nonzero
+    triangle: O(t^2 m^3 NR) per step.  Fills Ru[t, :t] and K[:, t].  hard = (Ru_h (kH, T+1, T+1, m, m), weights
+    (kH, NR)): also R_u^zeta_j(t, s) = E[zeta_j^2 K^t_s] from the same Jacobians (weights rwt zeta_j^2), for the hard
+    process' kernels."""
+    from ._history import column_copies, propagate_source  # numba: loaded on first use
+
     tm = t * m
     g = der.grad_f[:NR].T          # (m, NR)
     gl = g * der.l2[:NR]
     cv_ = der.curv[:NR].T          # (m, NR)
     if t:
         Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
-        J = np.empty((t, m, NR, m), dtype=np.float32)
+        wts = column_copies(_stacked_weights(rwt, hard), m)
+        vals = np.zeros((t, len(wts), m, m))
+        g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))
         for s_ in range(t):
-            np.matmul(Rt[:, s_ * m:], K[s_, s_:t].reshape((t - s_) * m, NR * m), out=J[s_].reshape(m, NR * m))
-        gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)                   # (s, n, c)
-        K[:t, t] = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
-        Ru[t, :t] = np.einsum("sanc,n->sac", K[:t, t], rwt.astype(np.float32))
+            propagate_source(np.ascontiguousarray(Rt[:, s_ * m:]), K[s_, s_:t].reshape((t - s_) * m, NR * m),
+                             g32, gl32, cv32, wts, K[s_, t].reshape(m, NR * m), vals[s_])
+        Ru[t, :t] = vals[:, 0]
         if hard is not None:
-            for j, hw in enumerate(hard[1]):
-                hard[0][j, t, :t] = np.einsum("sanc,n->sac", K[:t, t], hw.astype(np.float32))
+            for j in range(len(hard[1])):
+                hard[0][j, t, :t] = vals[:, 1 + j]
     K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+
+
+def _stacked_weights(rwt, hard) -> np.ndarray:
+    """The response weights (NR,) and the hard kernels' (kH, NR), stacked as float32 (targets, NR)."""
+    rows = [np.asarray(rwt)] + ([] if hard is None else [np.asarray(w) for w in hard[1]])
+    return np.ascontiguousarray(np.stack(rows), dtype=np.float32)
 
 
 def dyadic_drop_lag(s: int, W: int) -> float:
@@ -118,6 +128,8 @@ class DyadicJacobians:
     def step(self, Ru, t: int, R_theta, der, rwt, hard=None) -> None:
         """Fill Ru[t, :t] (exact at the active sources, interpolated in s elsewhere) and start source t; hard as in
         :func:`direct_lags` (the hard kernels on the same grid, interpolated alike)."""
+        from ._history import column_copies, propagate_source  # numba: loaded on first use
+
         m, NR = self.m, self.NR
         keep = [s for s in self.active if t - s < self.length[s]]
         for s in self.active:
@@ -129,19 +141,18 @@ class DyadicJacobians:
         cv_ = der.curv[:NR].T
         if keep:
             Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m).astype(np.float32)  # (a, (s', b))
-            J = np.empty((len(keep), m, NR, m), dtype=np.float32)
+            wts = column_copies(_stacked_weights(rwt, hard), m)
+            vals_all = np.zeros((len(keep), len(wts), m, m))
+            g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))
             for i, s in enumerate(keep):
                 lag = t - s
-                np.matmul(Rt[:, s * m:], self.K[s][:lag].reshape(lag * m, NR * m), out=J[i].reshape(m, NR * m))
-            gJ = np.einsum("bn,sbnc->snc", g.astype(np.float32), J)
-            Kt = gl[None, :, :, None] * gJ[:, None] + cv_[None, :, :, None] * J
-            for i, s in enumerate(keep):
-                self.K[s][t - s] = Kt[i]
+                propagate_source(np.ascontiguousarray(Rt[:, s * m:]), self.K[s][:lag].reshape(lag * m, NR * m),
+                                 g32, gl32, cv32, wts, self.K[s][lag].reshape(m, NR * m), vals_all[i])
             src = np.asarray(keep)
             off = np.setdiff1d(np.arange(t), src, assume_unique=True) if len(keep) < t else None
-            targets = [(Ru, rwt)] + ([] if hard is None else list(zip(hard[0], hard[1])))
-            for target, weights in targets:
-                vals = np.einsum("sanc,n->sac", Kt, weights.astype(np.float32))
+            targets = [Ru] + ([] if hard is None else list(hard[0]))
+            for q, target in enumerate(targets):
+                vals = vals_all[:, q]
                 target[t, src] = vals
                 if off is not None:  # the sources off the grid: linear interpolation in s (s = 0, t - 1 are on it)
                     for a in range(m):

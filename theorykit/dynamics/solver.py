@@ -335,10 +335,12 @@ def _preload_for_workers() -> None:
     import scipy.stats.qmc  # noqa: F401
     import threadpoolctl  # noqa: F401
 
-    from ._history import history_kernel
+    from ._history import history_kernel, propagate_source
 
     z = np.zeros((1, 1))
     history_kernel(z, z.copy(), z.copy(), z.copy(), z.copy(), True)  # loads the cached float64 / C-order overload
+    z32 = np.zeros((1, 1), dtype=np.float32)
+    propagate_source(z32, z32, z32, z32, z32, z32, z32.copy(), np.zeros((1, 1, 1)))  # and the Jacobians' kernel
 
 
 def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list:
