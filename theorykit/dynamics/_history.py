@@ -33,6 +33,11 @@ def history_kernel(Ut: np.ndarray, V: np.ndarray, R: np.ndarray, E: np.ndarray, 
 
 
 
+#: the smallest normal float32: a stored Jacobian below it is set to 0.  Subnormal operands take a slow path in the
+#: multiply-adds (a stored history with 0.3% subnormals read 2-4x slower, tables/finite_d_wide_bench_notes.md), and
+#: values below 1e-38 of Jacobians of order 1 change nothing.
+TINY32 = np.float32(np.finfo(np.float32).tiny)
+
 #: floats of the Jacobian kept in the accumulator of :func:`propagate_source` (m rows of 8192 / m float32 stay in cache
 #: while the stored history streams past)
 ROWS_CHUNK = 8192
@@ -91,7 +96,8 @@ def propagate_source(R: np.ndarray, Kh: np.ndarray, g: np.ndarray, gl: np.ndarra
             ca = cv[a, c0:c0 + w]
             ac = acc[a]
             for j in range(w):
-                ko[j] = ga[j] * gJ[j] + ca[j] * ac[j]
+                v = ga[j] * gJ[j] + ca[j] * ac[j]
+                ko[j] = 0.0 if abs(v) < TINY32 else v  # subnormals flushed (the next passes would run 2-4x slower)
             for q in range(Q):
                 wq = weights[q, c0:c0 + w]
                 sq = sums[q, a]

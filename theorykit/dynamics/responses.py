@@ -72,7 +72,7 @@ def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int, hard=None) ->
     gl = g * der.l2[:NR]
     cv_ = der.curv[:NR].T          # (m, NR)
     if t:
-        Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm).astype(np.float32)  # (a, (s', b))
+        Rt = _flushed32(R_theta[t, :t].transpose(1, 0, 2).reshape(m, tm))  # (a, (s', b))
         wts = column_copies(_stacked_weights(rwt, hard), m)
         vals = np.zeros((t, len(wts), m, m))
         g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))
@@ -83,7 +83,15 @@ def direct_lags(Ru, K, t: int, R_theta, der, rwt, m: int, NR: int, hard=None) ->
         if hard is not None:
             for j in range(len(hard[1])):
                 hard[0][j, t, :t] = vals[:, 1 + j]
-    K[t, t] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+    K[t, t] = _flushed32(gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :])
+
+
+def _flushed32(a: np.ndarray) -> np.ndarray:
+    """a as float32 with the values below the smallest normal float32 set to 0 (subnormal operands are slow, and so
+    small a response changes nothing: :data:`theorykit.dynamics._history.TINY32`)."""
+    out = np.array(a, dtype=np.float32)
+    out[np.abs(out) < np.finfo(np.float32).tiny] = 0.0
+    return out
 
 
 def _stacked_weights(rwt, hard) -> np.ndarray:
@@ -140,7 +148,7 @@ class DyadicJacobians:
         gl = g * der.l2[:NR]
         cv_ = der.curv[:NR].T
         if keep:
-            Rt = R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m).astype(np.float32)  # (a, (s', b))
+            Rt = _flushed32(R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m))  # (a, (s', b))
             wts = column_copies(_stacked_weights(rwt, hard), m)
             vals_all = np.zeros((len(keep), len(wts), m, m))
             g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))
@@ -159,5 +167,5 @@ class DyadicJacobians:
                         for c in range(m):
                             target[t, off, a, c] = np.interp(off, src, vals[:, a, c])
         self.K[t] = np.empty((self.length[t], m, NR, m), dtype=np.float32)
-        self.K[t][0] = gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :]
+        self.K[t][0] = _flushed32(gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :])
         self.active.append(t)
