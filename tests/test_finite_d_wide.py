@@ -167,8 +167,9 @@ def test_finite_d_width_four_runs_and_states_its_method():
 
 
 def test_a_ray_that_never_captured_at_a_larger_delta_is_not_run(monkeypatch):
-    """finite_d at width >= 3 skips, at a root-finding delta, every ray whose top rung never captured at a larger
-    delta already solved: no ladder for it there, and its record says so.  The ladders are replaced by curves whose
+    """finite_d at width >= 3 skips, at a root-finding delta and at every grid delta (the grid is solved from its
+    largest delta down), every ray whose top rung never captured at a larger delta already solved: no ladder for it
+    there, and its record says so.  The ladders are replaced by curves whose
     capture radius falls with delta on the a = +1 neurons' directions (so that P crosses 1/2 inside the grid) and
     that never capture elsewhere; the V_eff runs are real DMFT solves."""
     import theorykit.thresholds.capture as cap
@@ -196,7 +197,8 @@ def test_a_ray_that_never_captured_at_a_larger_delta_is_not_run(monkeypatch):
     never = [u for u, r in rays.items() if np.abs(np.asarray(u)[[1, 3]]).max() > 1e-9]
     assert never and all(not rays[u]["run"] for u in never)  # skipped at the root-finding delta ...
     assert all((mid, u) not in calls for u in never)  # ... without a ladder
-    assert all((2.0, u) in calls for u in never)  # the grid's deltas ran every ray
+    assert all((32.0, u) in calls for u in never)  # the largest delta, solved first, ran every ray ...
+    assert all((2.0, u) not in calls for u in never)  # ... and the grid below it skips them too
     assert all(rays[u]["run"] for u in rays if u not in never)
 
 

@@ -707,8 +707,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     (:func:`theorykit.thresholds.directions.anchor_directions`), each with the rungs that bracket m*(horizon)
     (capture_curve's search="bracket" between the ends of FINITE_D_WIDE_LADDER, from m*(horizon) at the nearest delta
     already solved, and ``ladder_refine`` bisections; a ray whose top rung never captured at a larger delta already
-    solved is not run), the capture strength 1/m* interpolated between them.  Then for
-    every d of ``ds`` and t <= horizon
+    solved is not run, the deltas being solved from the largest down), the capture strength 1/m* interpolated
+    between them.  Then for every d of ``ds`` and t <= horizon
     P(capture by t) as above (see :func:`capture_probabilities`).  Read off it: the midpoint delta_1/2(d, horizon)
     where P crosses 1/2 along the deltas, found by root finding (``refine``; band: where the band's ends cross, widened
     by the last bracket's interpolation error, :func:`theorykit.rules.interpolation_error`), and the escape time
@@ -822,7 +822,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                               opts, tick, guesses, never)
 
     try:
-        for dl in grid:
+        # from the largest delta down: at width >= 3 a ray that never captured at a larger delta is not run at a
+        # smaller one, so the deltas below the crossing cost little more than their V_eff run
+        for dl in sorted(grid, reverse=True):
             solve(dl)
         for j in range(len(dims)):  # root finding on P(capture by H) = 1/2 at each d (P is smooth in delta)
             xs = sorted(x for x in at if not at[x][0]["error"])
