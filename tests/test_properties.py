@@ -61,6 +61,9 @@ OUTCOMES = collections.defaultdict(collections.Counter)
 
 EXIT0, EXIT2, INTERNAL, TIMEOUT, MALFORMED = ("exit 0 with JSON", "exit 2 with one line", "internal error",
                                               "timeout", "malformed output")
+#: exit 4, the documented "no answer" of a valid request: its JSON (e.g. `dmft` with status "unreliable": the DMFT
+#: diverged through paths no sample holds) or one line "theorykit: no answer: ..."
+NOANSWER = "exit 4: no answer"
 PARSED, REFUSED = "parsed", "refused with one line"
 
 
@@ -116,12 +119,21 @@ def check(argv, name):
             kind = MALFORMED
     elif rc == 2:
         kind = EXIT2 if len(lines) == 1 and lines[0].startswith("theorykit: error:") else MALFORMED
+    elif rc == 4:
+        if len(lines) == 1 and lines[0].startswith("theorykit: no answer:"):
+            kind = NOANSWER
+        else:
+            try:
+                strict_json(out)
+                kind = NOANSWER
+            except (ValueError, AssertionError):
+                kind = MALFORMED
     else:
         kind = INTERNAL
     if "Traceback" in err:
         kind = INTERNAL
     OUTCOMES[name][kind] += 1
-    assert kind in (EXIT0, EXIT2), (argv, kind, rc, err[-2000:], elapsed)
+    assert kind in (EXIT0, EXIT2, NOANSWER), (argv, kind, rc, err[-2000:], elapsed)
     return rc
 
 
@@ -521,7 +533,7 @@ def _previous_report() -> dict:
 
 
 def write_report(outcomes):
-    kinds = [EXIT0, EXIT2, PARSED, REFUSED, INTERNAL, MALFORMED, TIMEOUT]
+    kinds = [EXIT0, EXIT2, NOANSWER, PARSED, REFUSED, INTERNAL, MALFORMED, TIMEOUT]
     today = datetime.date.today().isoformat()
     merged = _previous_report()
     merged.update({name: (c, today) for name, c in outcomes.items()})
