@@ -34,8 +34,8 @@ def history_kernel(Ut: np.ndarray, V: np.ndarray, R: np.ndarray, E: np.ndarray, 
 
 
 #: the smallest normal float32: a stored Jacobian below it is set to 0.  Subnormal operands take a slow path in the
-#: multiply-adds (a stored history with 0.3% subnormals read 2-4x slower, tables/finite_d_wide_bench_notes.md), and
-#: values below 1e-38 of Jacobians of order 1 change nothing.
+#: multiply-adds, so a history holding a few of them is read several times slower (measured in
+#: tables/finite_d_wide_bench_notes.md), and values below 1e-38 of Jacobians of order 1 change nothing.
 TINY32 = np.float32(np.finfo(np.float32).tiny)
 
 #: floats of the Jacobian kept in the accumulator of :func:`propagate_source` (m rows of 8192 / m float32 stay in cache
@@ -56,7 +56,7 @@ def propagate_source(R: np.ndarray, Kh: np.ndarray, g: np.ndarray, gl: np.ndarra
 
     Kh is read once, in chunks of :data:`ROWS_CHUNK` / m columns, two rows per pass, with the chunk's m rows of J
     accumulated in cache: the rate of one streaming read (a BLAS GEMM with m = 1..8 rows packs Kh first and was
-    slower; tables/dmft_bench.md)."""
+    slower; tables/finite_d_wide_bench_notes.md)."""
     A, P = R.shape
     L = Kh.shape[1]
     Q = weights.shape[0]
@@ -97,7 +97,7 @@ def propagate_source(R: np.ndarray, Kh: np.ndarray, g: np.ndarray, gl: np.ndarra
             ac = acc[a]
             for j in range(w):
                 v = ga[j] * gJ[j] + ca[j] * ac[j]
-                ko[j] = 0.0 if abs(v) < TINY32 else v  # subnormals flushed (the next passes would run 2-4x slower)
+                ko[j] = 0.0 if abs(v) < TINY32 else v  # subnormals flushed (TINY32)
             for q in range(Q):
                 wq = weights[q, c0:c0 + w]
                 sq = sums[q, a]
