@@ -32,7 +32,6 @@ def history_kernel(Ut: np.ndarray, V: np.ndarray, R: np.ndarray, E: np.ndarray, 
                     mem[i, n] += c * Ut[s, n]
 
 
-
 #: the smallest normal float32: a stored Jacobian below it is set to 0.  Subnormal operands take a slow path in the
 #: multiply-adds, so a history holding a few of them is read several times slower (measured in
 #: tables/finite_d_wide_bench_notes.md), and values below 1e-38 of Jacobians of order 1 change nothing.
