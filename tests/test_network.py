@@ -119,3 +119,31 @@ def test_bad_vectors_one_line_error(a, needle):
     with pytest.raises(tk.TheorykitError) as e:
         tk.symbolic.Network("gelu", "square", 2, a=a)
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("act,loss,m,a", [("gelu", "square", 4, "1,-1,1,-1"), ("tanh", "logistic", 3, "1,2,-1"),
+                                          ("relu", "square", 4, None), ("quad", "square", 8, None),
+                                          ("gelu", "huber", 8, "1,-1,1,-1,1,-1,1,-1")])
+def test_eigen_range_equals_eigvalsh(act, loss, m, a):
+    """The smallest and largest eigenvalue of each per-sample D (the secular-equation roots at m >= 3) equal numpy's
+    eigvalsh of the formed D to 1e-13 of the inputs' scale, degenerate samples included: equal neurons (a repeated
+    diagonal entry), a zero gradient entry (ReLU's flat side), entries of 1e-200 (GeLU's far tail), l2 = 0, a
+    negative l2 (the logistic loss has none; quad with y far off the output); a non-finite preactivation gives NaN."""
+    net = tk.symbolic.Network(act, loss, m, a=a)
+    rng = np.random.default_rng(7)
+    N = 4000
+    r = 2 * rng.standard_normal((N, m))
+    r[:500, 1] = r[:500, 0]  # two neurons alike
+    r[500:700] = r[500:700, :1]  # all alike
+    r[700:800, 0] = r[700:800, 0] + 1e-12 * r[700:800, 1]
+    r[800:900, ::2] = -25 - rng.random((100, len(r[0, ::2])))  # GeLU's far tail: entries of 1e-130 .. 1e-300
+    y = rng.choice([-1.0, 1.0], N) if loss == "logistic" else 3 * rng.standard_normal(N)
+    d = net.evaluate(r, y)
+    lo, hi = d.eigen_range()
+    ev = np.linalg.eigvalsh(d.D)
+    # the inputs' scale (D's own norm can be far smaller: curv and l2 grad grad^T cancel)
+    scale = (np.abs(d.curv) + np.abs(d.l2)[:, None] * d.grad_f ** 2).sum(axis=1) + 1e-300
+    assert np.max(np.abs(lo - ev[:, 0]) / scale) < 1e-13 and np.max(np.abs(hi - ev[:, -1]) / scale) < 1e-13
+    r[0, 0] = np.nan
+    lo, hi = net.evaluate(r[:3], y[:3]).eigen_range()
+    assert np.isnan(lo[0]) and np.isnan(hi[0]) and np.all(np.isfinite(lo[1:]))

@@ -127,14 +127,24 @@ class Derivatives:
         return out
 
     def eigen_range(self) -> tuple:
-        """(smallest, largest) eigenvalue of every sample's D, each (N,): exact closed forms for m <= 2 (m = 1 without
-        forming D), eigvalsh beyond.  The one implementation the DMFT's tails and the finite-d Hessian's spike start
-        use."""
+        """(smallest, largest) eigenvalue of every sample's D, each (N,): exact closed forms for m <= 2 (m = 1
+        without forming D); beyond, the roots of D's secular equation (D is diagonal plus rank one:
+        :mod:`theorykit.symbolic._eig`), NaN for a sample with a non-finite entry. The one implementation the DMFT's
+        tails and the finite-d Hessian's spike start use."""
         m = self.grad_f.shape[1]
         if m == 1:
             d = self.l2 * self.grad_f[:, 0] ** 2 + self.curv[:, 0]
             return d, d
-        return eigen_range(self.D)
+        if m == 2:
+            return eigen_range(self.D)
+        # D = diag(curv) + l2 grad_f grad_f^T: two secular-equation roots per sample instead of a batched eigvalsh
+        from ._eig import rank_one_extremes
+
+        N = len(self.grad_f)
+        lo, hi = np.empty(N), np.empty(N)
+        rank_one_extremes(*(np.ascontiguousarray(np.broadcast_to(v, shape), dtype=float)
+                            for v, shape in ((self.curv, (N, m)), (self.grad_f, (N, m)), (self.l2, (N,)))), lo, hi)
+        return lo, hi
 
     def D_apply(self, v: np.ndarray) -> np.ndarray:
         """D_i v_i for v of shape (N, m), without forming D: O(N m)."""
