@@ -180,6 +180,72 @@ def test_finite_d_records_a_delta_where_the_dmft_diverges(monkeypatch):
     assert math.isnan(r.midpoints[0]["midpoint"]) and r.escape_time == ()
 
 
+def test_finite_d_bisect_scan_solves_few_deltas_and_answers_as_the_whole_grid(monkeypatch):
+    """scan="bisect" solves only the grid deltas that bracket the crossings of P and of its band's ends (P
+    monotone in delta): the midpoint and band equal the whole grid's, from about log2(points) + 1 deltas; a P that
+    stays below 1/2 walks up to the grid's top and says so; a failed delta is stepped over."""
+    import theorykit.thresholds.capture as cap
+
+    solved = []
+
+    def at_for(root, fail=()):
+        def at(problem, dl, H, dims, *a, **k):
+            solved.append(dl)
+            p = 1.0 / (1.0 + (root / dl) ** 3)
+            arr = lambda v: np.full((len(dims), H + 1), v)  # noqa: E731
+            if dl in fail:
+                return {"delta": dl, "error": "diverged", "rays": []}, arr(np.nan), arr(np.nan), arr(np.nan)
+            return {"delta": dl, "error": "", "rays": []}, arr(p), arr(p ** 1.5), arr(p ** 0.6)
+        return at
+
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=3.0, eta=1.0, steps=1)
+    grid = list(np.geomspace(1.0, 40.0, 16))
+    for fail in ((), (grid[10],)):
+        monkeypatch.setattr(cap, "_finite_d_at", at_for(10.3, fail))
+        solved.clear()
+        whole = finite_d(pr, grid, [200], 5, refine=0)
+        assert len(solved) == 16
+        solved.clear()
+        bis = finite_d(pr, grid, [200], 5, refine=0, scan="bisect")
+        assert len(solved) == len(set(solved)) <= 8 and "bisection over its indices" in bis.method
+        assert bis.midpoints[0]["midpoint"] == pytest.approx(whole.midpoints[0]["midpoint"], rel=1e-12)
+        assert bis.midpoints[0]["band"] == pytest.approx(whole.midpoints[0]["band"], rel=1e-12)
+    monkeypatch.setattr(cap, "_finite_d_at", at_for(100.0))
+    solved.clear()
+    low = finite_d(pr, grid, [200], 5, refine=0, scan="bisect")
+    assert max(solved) == 40.0 and len(solved) <= 6 and "does not cross 1/2" in low.midpoints[0]["note"]
+    with pytest.raises(tk.TheorykitError, match="scan must be"):
+        finite_d(pr, grid, [200], 5, scan="all")
+
+
+def test_finite_d_root_finding_stops_when_the_interpolation_error_is_small_against_the_band(monkeypatch):
+    """The secant steps stop once the midpoint's interpolation error is below a tenth of the band's width: a wide
+    band (the replicas disagree) takes fewer new deltas than a narrow one, and the interpolation error it reports
+    is within that tenth."""
+    import theorykit.thresholds.capture as cap
+
+    def at_for(spread):
+        def at(problem, dl, H, dims, *a, **k):
+            p = 1.0 / (1.0 + (10.3 / dl) ** 4)
+            arr = lambda v: np.full((len(dims), H + 1), v)  # noqa: E731
+            return {"delta": dl, "error": "", "rays": []}, arr(p), arr(p ** (1 + spread)), arr(p ** (1 - spread))
+        return at
+
+    pr = tk.Problem("gelu", "phase-retrieval", "square", 1, delta=3.0, eta=1.0, steps=1)
+    runs = {}
+    for spread in (0.8, 0.01):
+        monkeypatch.setattr(cap, "_finite_d_at", at_for(spread))
+        r = finite_d(pr, [4.0, 7.0, 25.0], [200], 5, refine=8)
+        mp = r.midpoints[0]
+        runs[spread] = len(r.deltas) - 3
+        assert abs(mp["midpoint"] - 10.3) < max(mp["interpolation_error"], 0.1) * 3
+    assert 1 <= runs[0.8] < runs[0.01]
+    monkeypatch.setattr(cap, "_finite_d_at", at_for(0.8))
+    mp = finite_d(pr, [4.0, 7.0, 25.0], [200], 5, refine=8).midpoints[0]
+    width = (mp["band"][1] - mp["band"][0]) - 2 * mp["interpolation_error"]
+    assert mp["interpolation_error"] <= 0.1 * width
+
+
 def test_finite_d_midpoint_band_says_when_an_end_lies_beyond_the_grid(monkeypatch):
     """P crosses 1/2 on the grid but the band's high curve is above 1/2 everywhere and its low curve never reaches
     it: the midpoint stands, both band ends are NaN, and the note says on which side of the grid each lies."""

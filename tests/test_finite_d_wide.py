@@ -142,13 +142,19 @@ def test_capture_curve_bracket_search_finds_the_ladders_crossing_with_fewer_runs
     ref = capture_curve(pr, 10, fine, **kw).m_star[10]
     assert ref is not None and 0.004 < ref < 0.25  # inside the range, away from its ends
     spacing = fine[1] / fine[0]
-    for guess in (None, ref / 7, ref * 3):
-        c = capture_curve(pr, 10, [0.002, 0.5], search="bracket", guess=guess, refine=2, **kw)
+    fine_step = 4.0 ** 0.25
+    for guess, step in ((None, 4.0), (ref / 7, 4.0), (ref * 3, 4.0), (ref / 7, fine_step), (ref * 3, fine_step),
+                        (ref * 1.1, fine_step)):
+        c = capture_curve(pr, 10, [0.002, 0.5], search="bracket", guess=guess, refine=2, step=step, **kw)
         cos2 = np.asarray(c.cos2)[:, 10]
         j = int(np.flatnonzero(cos2 >= 0.5)[0])
-        assert j > 0 and c.m0s[j] / c.m0s[j - 1] <= 4.0 ** 0.25 * (1 + 1e-9)  # the bisected bracket
+        assert j > 0 and c.m0s[j] / c.m0s[j - 1] <= fine_step * (1 + 1e-9)  # the bisected bracket
         assert c.m0s[j - 1] / spacing < ref < c.m0s[j] * spacing  # the fine ladder's crossing lies in it
         assert len(c.m0s) < len(fine) and "bracket" in c.method
+        if guess == ref * 1.1:  # a close guess with the final resolution as its first step: two runs
+            assert len(c.m0s) == 2
+    with pytest.raises(tk.TheorykitError, match="step must be a number > 1"):
+        capture_curve(pr, 10, [0.01, 0.5], search="bracket", step=1.0, **kw)
     never = capture_curve(pr.replace(delta=0.5), 10, [0.002, 0.05], search="bracket", refine=2, **kw)
     assert len(never.m0s) == 1 and never.m_star[10] is None
     with pytest.raises(tk.TheorykitError, match="search must be"):

@@ -91,7 +91,8 @@ def add_parser(sub):
                         "symmetries (default 5)")
     p.add_argument("--horizon-deltas", type=positive_float, nargs="+", default=None, dest="horizon_deltas",
                    metavar="D", help="the deltas of the finite-d answers, from the capture ladder: P(capture) at each "
-                   "(default: the midpoint alone by root finding where it applies, else the scan's grid)")
+                   "(default: the midpoint alone by root finding where it applies, else the deltas of the scan's grid "
+                   "that a bisection over it needs to bracket the crossing of P and its band's ends)")
     return p
 
 
@@ -224,9 +225,11 @@ def run(args) -> dict:
                   "per_delta": evals, "method": fm["method"], "finite_d": fm["finite_d"],
                   "escape_time": fm["escape_time"]}
         else:
+            # the deltas given are each answered; a generated grid is searched by bisection for the crossing
             grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
             fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas,
-                          seed=args.seed, rays=args.rays or FINITE_D_RAYS, progress=bool(args.progress)).as_dict()
+                          seed=args.seed, rays=args.rays or FINITE_D_RAYS,
+                          scan="grid" if args.horizon_deltas else "bisect", progress=bool(args.progress)).as_dict()
         out["finite_d"] = fd.pop("finite_d")
         out["escape_time"] = fd.pop("escape_time")
         out["finite_d_info"] = fd

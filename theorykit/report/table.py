@@ -232,7 +232,7 @@ def _finite_d(problem, col, opt):
                         how=f"theorykit.thresholds.finite_d_midpoint ({fm.method})" + (f"; {m['note']}" if m["note"]
                                                                                        else "")),
                 "note": m["note"] or "", "escape_time": esc}
-    fd = finite_d(problem, list(opt.deltas), [d], T, paths=opt.paths, replicas=opt.replicas)
+    fd = finite_d(problem, list(opt.deltas), [d], T, paths=opt.paths, replicas=opt.replicas, scan="bisect")
     failed = [q for q in fd.per_delta if q["error"]]
     if len(failed) == len(fd.per_delta):
         raise TheorykitError(f"delta = {failed[0]['delta']:g}: {failed[0]['error']}")

@@ -216,7 +216,8 @@ BRACKET_FACTOR = 4.0
 
 
 def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0, on_solve=None,
-                  search: str = "ladder", guess: Optional[float] = None, **dmft_options) -> CaptureCurve:
+                  search: str = "ladder", guess: Optional[float] = None, step: float = BRACKET_FACTOR,
+                  **dmft_options) -> CaptureCurve:
     """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
     the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
     of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
@@ -236,9 +237,13 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     either).  on_solve: called after each rung's solve (a progress bar's hook).
 
     search="bracket" runs only the rungs that locate m*(T): from ``guess`` (default the top of ``m0s``; e.g. m*(T) at
-    a neighbouring delta) it steps by BRACKET_FACTOR down while the run captures by T, or up while it does not, within
-    [min m0s, max m0s], then bisects the bracket ``refine`` times.  m*(t) for t < T then rests on those rungs alone
-    (coarser than the ladder's); the finite-d prediction at width >= 3 reads t = T."""
+    a neighbouring delta) it steps down while the run captures by T, or up while it does not, within [min m0s,
+    max m0s], by a factor ``step`` first (default BRACKET_FACTOR; a smaller one for a close guess), each later step
+    the square of the one before, up to BRACKET_FACTOR; then it bisects the bracket (in ln m0) until it is no wider
+    than a factor BRACKET_FACTOR^(1/2^refine), at most ``refine`` times -- so a close guess with step = that factor
+    needs two runs, and the default reaches the same resolution as ``refine`` bisections of a factor-BRACKET_FACTOR
+    bracket.  m*(t) for t < T then rests on those rungs alone (coarser than the ladder's); the finite-d prediction
+    at width >= 3 reads t = T."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -298,6 +303,8 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     if search not in ("ladder", "bracket"):
         raise TheorykitError(f"search must be 'ladder' or 'bracket', got {search!r}")
     if search == "bracket":
+        if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 1):
+            raise TheorykitError(f"step must be a number > 1 (the bracket search's first factor), got {step!r}")
         lo, hi = float(m0s[0]), float(m0s[-1])
         x = hi if guess is None or not math.isfinite(guess) else min(max(float(guess), lo), hi)
         run(x)
@@ -306,21 +313,26 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
             return bool(runs[v][0][T] >= 0.5)
 
         up = not captured(x)
+        f = min(float(step), BRACKET_FACTOR)
         while (x < hi if up else x > lo) and captured(x) != up:
-            x = min(x * BRACKET_FACTOR, hi) if up else max(x / BRACKET_FACTOR, lo)
+            x = min(x * f, hi) if up else max(x / f, lo)
             run(x)
+            f = min(f * f, BRACKET_FACTOR)
     else:
         order = list(m0s[::-1]) if refine else list(m0s)
         run(float(order[0]))
         if not (refine and np.nanmax(runs[float(order[0])][0]) < 0.5):
             for m0 in order[1:]:
                 run(float(m0))
+    width = BRACKET_FACTOR ** (0.5 ** refine) * (1 + 1e-9)  # the bracket search's target resolution
     for _ in range(refine):  # bisection of the bracket of cos^2(T) = 1/2 in ln m0
         xs = sorted(runs)
         above = [i for i, x in enumerate(xs) if runs[x][0][T] >= 0.5]
         if not above or above[0] == 0:
             break  # m*(T) is outside the ladder: nothing to refine
         j = above[0]
+        if search == "bracket" and xs[j] <= width * xs[j - 1]:
+            break  # already as fine as the search's resolution
         run(math.sqrt(xs[j - 1] * xs[j]))
     m0s = np.asarray(sorted(runs))
     cos2 = np.stack([runs[x][0] for x in m0s])
@@ -328,8 +340,9 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     lm = np.log(m0s)
     if search == "bracket":
         ladder = (f"{len(m0s)} rungs in [{m0s[0]:g}, {m0s[-1]:g}] that bracket cos^2(T) = 1/2 (steps of a factor "
-                  f"{BRACKET_FACTOR:g} from {'the top' if guess is None else f'a guess {guess:g}'}, then "
-                  f"{refine} bisection(s))")
+                  f"{min(max(float(step), 1.0), BRACKET_FACTOR):.3g} squared each time up to {BRACKET_FACTOR:g} from "
+                  f"{'the top' if guess is None else f'a guess {guess:g}'}, then bisections to a factor "
+                  f"{BRACKET_FACTOR ** (0.5 ** refine):.3g})")
     else:
         added = (f" and {len(m0s) - rungs} bisection rung(s) for cos^2(T) = 1/2" if len(m0s) > rungs else
                  " (only the top rung run: it never captures)" if len(m0s) == 1 < rungs else "")
@@ -415,8 +428,10 @@ FINITE_D_WIDE_RESPONSE = "direct"
 #: the V_eff run goes first to min(horizon, FINITE_D_VEFF_FIRST) steps (the same random numbers as a run to the
 #: horizon), and to the horizon only when V_eff is still known to 5% at its end (t_match is usually earlier)
 FINITE_D_VEFF_FIRST = 48
-#: finite_d's root finding stops when the bracket of P(capture) = 1/2 is narrower than this fraction of delta
-FINITE_D_REFINE_TOL = 0.01
+#: finite_d's root finding stops when the bracket of P(capture) = 1/2 is narrower than FINITE_D_REFINE_TOL of delta,
+#: or when the midpoint's interpolation error is below FINITE_D_BAND_FRACTION of its band's width (the replicas'
+#: spread already makes it that uncertain; ends beyond the deltas solved counted at the last delta)
+FINITE_D_REFINE_TOL, FINITE_D_BAND_FRACTION = 0.01, 0.1
 #: replicas' relative spread of m*(horizon) above which a delta's prediction is flagged noise-limited
 FINITE_D_NOISE_RSE = 0.25
 
@@ -632,6 +647,75 @@ def _never_captured(m0s, H: int, u, above: float) -> CaptureCurve:
                                f"delta = {above:g} >= this delta (capture taken to be monotone in delta)")
 
 
+def _ray_guess(at: dict, i: int, dl: float) -> Optional[float]:
+    """m*(horizon) of ray i at delta ``dl`` guessed from the deltas already solved (``at``: delta -> (info, ...)):
+    interpolated linearly in (ln delta, ln m*) between the nearest solved deltas on either side where the ray
+    captured, else the nearest such delta's value; None where it captured at none."""
+    pts = sorted((x, q[0]["rays"][i]["m_star"]) for x, q in at.items()
+                 if not q[0]["error"] and q[0]["rays"][i]["m_star"] is not None)
+    if not pts:
+        return None
+    below = [p for p in pts if p[0] <= dl]
+    above = [p for p in pts if p[0] >= dl]
+    if below and above and above[0][0] > below[-1][0]:
+        (x0, m0), (x1, m1) = below[-1], above[0]
+        w = math.log(dl / x0) / math.log(x1 / x0)
+        return float(math.exp((1 - w) * math.log(m0) + w * math.log(m1)))
+    return float(min(pts, key=lambda p: abs(math.log(p[0] / dl)))[1])
+
+
+def _next_grid_delta(grid: tuple, at: dict, n_dims: int, H: int) -> Optional[float]:
+    """The next delta of ``grid`` (sorted) to solve when the grid is searched by bisection (finite_d's
+    scan="bisect"): for each d and each of P, its band's high and low end (in that order), the crossing of 1/2 at
+    the horizon is located by bisection over the grid's indices (P taken as monotone in delta) -- between the
+    nearest solved deltas whose values straddle 1/2, or towards the grid's end beyond the solved ones where none
+    do; None when every crossing is bracketed by adjacent grid deltas (or lies beyond the grid's ends)."""
+    n = len(grid)
+    solved = [k for k, x in enumerate(grid) if x in at and not at[x][0]["error"]]
+    failed = {k for k, x in enumerate(grid) if x in at and at[x][0]["error"]}
+    if not solved:
+        free = [k for k in range(n) if k not in failed]
+        return grid[free[len(free) // 2]] if free else None
+    for j in range(n_dims):
+        for which in (1, 3, 2):
+            ks = [k for k in solved if math.isfinite(float(at[grid[k]][which][j, H]))]
+            if not ks:
+                continue
+            v = [float(at[grid[k]][which][j, H]) - 0.5 for k in ks]
+            i = crossing_index(v, 0.0)
+            if i is not None:
+                a, b = ks[i], ks[i + 1]
+            elif v[0] >= 0:  # above 1/2 everywhere solved: the crossing is below the smallest solved delta
+                a, b = -1, ks[0]
+            else:
+                a, b = ks[-1], n
+            inside = [k for k in range(a + 1, b) if k not in failed and k not in solved]
+            if inside:
+                return grid[inside[len(inside) // 2]]
+    return None
+
+
+class _Settled(Exception):
+    """finite_d's root finding has refined the midpoint enough (its interpolation error against the band)."""
+
+
+def _crossings(at: dict, j: int, H: int) -> tuple:
+    """(midpoint, band's low end, band's high end, interpolation error) at the j-th d from the deltas solved so far
+    (``at``: delta -> (info, P, LO, HI)): where P(capture by H), its high and its low curve cross 1/2 (the band's ends
+    beyond the solved deltas taken at their ends), and :func:`theorykit.rules.interpolation_error` of the midpoint
+    (NaN without a third point).  The midpoint is None when P does not cross 1/2."""
+    xs = sorted(x for x in at if not at[x][0]["error"])
+    if not xs:
+        return None, math.nan, math.nan, math.nan
+    m, a, b = (crossing(xs, [float(at[x][w][j, H]) for x in xs]) for w in (1, 3, 2))
+    err = math.nan
+    y = [float(at[x][1][j, H]) - 0.5 for x in xs]
+    k = crossing_index(y, 0.0)
+    if m is not None and k is not None:
+        err = interpolation_error(m, (xs[k], y[k]), (xs[k + 1], y[k + 1]), list(zip(xs, y)))
+    return m, xs[0] if a is None else a, xs[-1] if b is None else b, err
+
+
 def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym: tuple, ladder_refine: int,
                  ladder: dict, opts: dict, tick, guesses=None, never=None) -> tuple:
     """One delta of :func:`finite_d`: (info, P, LO, HI) with P, LO, HI of shape (len(dims), H + 1) (NaN and the
@@ -655,9 +739,12 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
             raise DivergenceError(f"the DMFT did not reach t = {T1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]  # set when diverged
         lopts = dict(opts, **ladder)
+        # a guess from the deltas already solved starts the bracket search with the search's final resolution
+        fine = BRACKET_FACTOR ** (0.5 ** ladder_refine)
         curves = [(ang, _never_captured(m0s, H, u, never[i]) if never is not None and never[i] is not None else
                    capture_curve(pr, H, m0s, direction=u, refine=ladder_refine, on_solve=tick,
-                                 guess=None if guesses is None else guesses[i], **lopts))
+                                 guess=None if guesses is None else guesses[i],
+                                 step=BRACKET_FACTOR if guesses is None or guesses[i] is None else fine, **lopts))
                   for i, (ang, u) in enumerate(rays_u)]
     except DivergenceError as err:
         info["error"] = str(err).splitlines()[0]
@@ -689,7 +776,7 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
 def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
              replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
              rays: int = FINITE_D_RAYS, refine: int = 3, ladder_refine: Optional[int] = None,
-             ladder_paths: Optional[int] = None, ladder_replicas: Optional[int] = None,
+             ladder_paths: Optional[int] = None, ladder_replicas: Optional[int] = None, scan: str = "grid",
              progress: bool = False) -> FiniteD:
     """What GD at dimension d does by a horizon, from the DMFT (any width m).
 
@@ -739,10 +826,16 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     ladder_replicas : int, optional
         Replicas of the ladders' DMFT runs (default ``replicas``; m >= 3: FINITE_D_WIDE_LADDER_REPLICAS, so that each
         holds >= FINITE_D_WIDE_REPLICA_PATHS paths at the default paths; fewer are noted in ``method``).
+    scan : {"grid", "bisect"}
+        "grid" solves every delta of ``deltas`` (from the largest down); "bisect" only those that locate, for each d,
+        where P(capture by the horizon) and its band's ends cross 1/2: a bisection over the grid's indices (P taken
+        as monotone in delta), so about log2(len(deltas)) + 1 deltas instead of all; the others are not in the
+        result.
     refine : int
         Root-finding steps per d after the grid (0..20): a safeguarded secant on P(capture by the horizon) = 1/2 in
         the grid's bracket, each step a new delta (its DMFT and ladder), until the bracket is narrower than
-        FINITE_D_REFINE_TOL of delta.  The new deltas join ``deltas`` (sorted) and every array.
+        FINITE_D_REFINE_TOL of delta or the midpoint's interpolation error is below FINITE_D_BAND_FRACTION of the
+        band's width.  The new deltas join ``deltas`` (sorted) and every array.
     progress : bool
         Draw a progress bar on stderr.
 
@@ -778,6 +871,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     H = check_int("horizon", horizon, 1)
     rays = check_int("rays", rays, 2)
     refine = check_int("refine", refine, 0, 20)
+    if scan not in ("grid", "bisect"):
+        raise TheorykitError(f"scan must be 'grid' or 'bisect', got {scan!r}")
     wide = problem.m >= 3
     if ladder_refine is None:
         ladder_refine = FINITE_D_WIDE_REFINE if wide else 0
@@ -800,7 +895,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         rays_u = [(float(a), [math.cos(a)] if problem.m == 1 else [math.cos(a), math.sin(a)])
                   for a in ray_angles(problem.m, flip, swap, rays)]
     per_ray = 3 + ladder_refine if wide else rungs + ladder_refine  # wide: about 3 rungs to bracket m*
-    bar = (Progress((len(grid) + refine * len(dims)) * (len(rays_u) * per_ray + 1),
+    scanned = len(grid) if scan == "grid" else min(len(grid), math.ceil(math.log2(len(grid))) + 2)
+    bar = (Progress((scanned + refine * len(dims)) * (len(rays_u) * per_ray + 1),
                     label="finite-d prediction", unit="DMFT solves") if progress else None)
     tick = bar.tick if bar else None
 
@@ -812,9 +908,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     def solve(dl: float) -> None:
         done = [x for x in at if not at[x][0]["error"]]
         guesses = never = None
-        if wide and done:  # the bracket search starts from m*(horizon) at the nearest delta already solved
-            near = min(done, key=lambda x: abs(math.log(x / dl)))
-            guesses = [r["m_star"] for r in at[near][0]["rays"]]
+        if wide and done:  # the bracket search starts from m*(horizon) guessed from the deltas already solved
+            guesses = [_ray_guess(at, i, dl) for i in range(len(rays_u))]
             # a ray whose top rung never captured at a larger delta is not run (capture is monotone in delta)
             never = [next((x for x in sorted(done) if x >= dl and at[x][0]["rays"][i]["never"]
                            and at[x][0]["rays"][i]["run"]), None) for i in range(len(rays_u))]
@@ -822,10 +917,14 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                               opts, tick, guesses, never)
 
     try:
-        # from the largest delta down: at width >= 3 a ray that never captured at a larger delta is not run at a
-        # smaller one, so the deltas below the crossing cost little more than their V_eff run
-        for dl in sorted(grid, reverse=True):
-            solve(dl)
+        if scan == "bisect":
+            while (nxt := _next_grid_delta(grid, at, len(dims), H)) is not None:
+                solve(nxt)
+        else:
+            # from the largest delta down: at width >= 3 a ray that never captured at a larger delta is not run at a
+            # smaller one, so the deltas below the crossing cost little more than their V_eff run
+            for dl in sorted(grid, reverse=True):
+                solve(dl)
         for j in range(len(dims)):  # root finding on P(capture by H) = 1/2 at each d (P is smooth in delta)
             xs = sorted(x for x in at if not at[x][0]["error"])
             ys = [float(at[x][1][j, H]) - 0.5 for x in xs]
@@ -836,12 +935,15 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                     solve(x)
                     if at[x][0]["error"]:
                         raise DivergenceError(at[x][0]["error"])
+                    m, lo_, hi_, err = _crossings(at, j, H)
+                    if m is not None and math.isfinite(err) and err <= FINITE_D_BAND_FRACTION * (hi_ - lo_):
+                        raise _Settled  # the interpolation's error is already small against the band
                     return float(at[x][1][j, H]) - 0.5
 
                 try:
                     secant_root(f, xs[i], xs[i + 1], f_lo=ys[i], f_hi=ys[i + 1], tol=FINITE_D_REFINE_TOL * xs[i + 1],
                                 max_evaluations=refine)
-                except TheorykitError:
+                except (TheorykitError, _Settled):
                     pass  # a failed delta keeps its error (per_delta) or its NaN P; the midpoint comes from the rest
     finally:
         if bar:
@@ -856,11 +958,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     for j, d in enumerate(dims):
         x = [deltas[i] for i in ok]
         m, a, b = (crossing(x, [arr[i, j, H] for i in ok]) for arr in (P, HI, LO))
-        err = math.nan
-        y = [float(P[i, j, H]) - 0.5 for i in ok]
-        k = crossing_index(y, 0.0)
-        if m is not None and k is not None:
-            err = interpolation_error(m, (x[k], y[k]), (x[k + 1], y[k + 1]), list(zip(x, y)))
+        err = _crossings(at, j, H)[3]
         widen = err if math.isfinite(err) else 0.0
         note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
         if m is not None and x:
@@ -882,8 +980,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     method = (f"per delta: one DMFT run with the linear hard process for V_eff, and per ray u of initial-overlap "
               f"directions ({len(rays_u)} ray(s); symmetries used: {sym}) "
               + (f"the nonlinear DMFT runs from M0 = m0 e u^T that bracket m*(T; u) (m0 in [{float(min(m0s)):g}, "
-                 f"{float(max(m0s)):g}], steps of a factor {BRACKET_FACTOR:g} from m*(T; u) at the nearest delta "
-                 f"already solved, or from the top; {ladder_refine} bisection(s); a ray whose top rung never "
+                 f"{float(max(m0s)):g}], from the top in steps of a factor {BRACKET_FACTOR:g}, or from m*(T; u) "
+                 "interpolated between the deltas already solved in steps of a factor "
+                 f"{BRACKET_FACTOR ** (0.5 ** ladder_refine):.3g} squared each time; then bisections to a bracket of "
+                 f"a factor {BRACKET_FACTOR ** (0.5 ** ladder_refine):.3g}; a ray whose top rung never "
                  "captured at a larger delta is not run, capture being taken as monotone in delta)" if wide else
                  f"a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, "
                  f"{float(max(m0s)):g}], geometric"
@@ -904,8 +1004,12 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
               "P(chi2_1 > d m*^2 / v_eff)); band: "
               "the replicas' m* and V_eff +- 2 se (not the rung interpolation), widened by the midpoint's "
               "interpolation error; midpoint: the root of P(capture by the horizon) = 1/2, bracketed on the delta "
-              f"grid and refined by up to {refine} safeguarded secant steps per d (each a new delta with its own "
-              "DMFT runs), then the linear interpolation of P in the last bracket; escape time: the first t with "
+              + ("grid (searched by bisection over its indices for the crossings of P and of its band's ends, P "
+                 "taken as monotone in delta; the grid's other deltas not solved)" if scan == "bisect" else "grid")
+              + f" and refined by up to {refine} safeguarded secant steps per d (each a new delta with its own "
+              f"DMFT runs; stopped once the bracket is below {FINITE_D_REFINE_TOL:g} of delta or the "
+              f"interpolation error below {FINITE_D_BAND_FRACTION:g} of the band's width), then the linear "
+              "interpolation of P in the last bracket; escape time: the first t with "
               "P >= 1/2")
     return FiniteD(deltas=deltas, ds=dims, horizon=H, probability=P, low=LO, high=HI, midpoints=tuple(mids),
                    escape_time=tuple(esc), per_delta=tuple(per), method=method)
