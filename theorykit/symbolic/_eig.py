@@ -102,7 +102,7 @@ def _extremes(c: np.ndarray, w: np.ndarray) -> tuple:  # pragma: no cover - comp
     the divide-and-conquer eigensolvers, each moving an eigenvalue by at most _EPS of the scale max|c| + sum w: a
     weight with sqrt(w_j sum w) below it is dropped (c_j is then an eigenvalue), and poles closer than it are
     merged (weights added at one of them) -- without them a root squeezed between two poles below the floats'
-    resolution would not be found (GeLU's tails give c_j, w_j of 1e-200)."""
+    resolution would not be found (GeLU's far tails give entries near the smallest floats)."""
     m = c.shape[0]
     total, big = 0.0, 0.0
     for j in range(m):
