@@ -176,4 +176,9 @@ def test_table_and_plot_share_the_finite_d_pipeline(monkeypatch):
     assert seen == [("grid", 2, [4.0, 30.0], [40], 5, 1024, 2)]
     m2 = returned[-1].midpoints[0]
     assert np.allclose([cell2["value"], cell2["low"], cell2["high"]], [m2["midpoint"], *m2["band"]], equal_nan=True)
-    assert cell2["how"].startswith("theorykit.finite_d (") and "P(capture by T) 4: " in cell2["how"]
+    # the table's grid is searched by bisection: its "how" lists P at the deltas solved (here P < 1/2 at 30, so 4,
+    # below it, is not needed)
+    fd2 = returned[-1]
+    parts = ", ".join(f"{dl:g}: {p:.2f}" for dl, p in zip(fd2.deltas, fd2.probability[:, 0, 5]))
+    assert cell2["how"].startswith("theorykit.finite_d (") and "by bisection over its indices" in cell2["how"]
+    assert f"P(capture by T) {parts}" in cell2["how"]
