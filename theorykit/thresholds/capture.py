@@ -701,19 +701,17 @@ class _Settled(Exception):
 
 def _crossings(at: dict, j: int, H: int) -> tuple:
     """(midpoint, band's low end, band's high end, interpolation error) at the j-th d from the deltas solved so far
-    (``at``: delta -> (info, P, LO, HI)): where P(capture by H), its high and its low curve cross 1/2 (the band's ends
-    beyond the solved deltas taken at their ends), and :func:`theorykit.rules.interpolation_error` of the midpoint
-    (NaN without a third point).  The midpoint is None when P does not cross 1/2."""
+    (``at``: delta -> (info, P, LO, HI)): where P(capture by H), its high and its low curve cross 1/2 (None where one
+    does not cross on the deltas solved), and :func:`theorykit.rules.interpolation_error` of the midpoint (NaN
+    without a third point)."""
     xs = sorted(x for x in at if not at[x][0]["error"])
-    if not xs:
-        return None, math.nan, math.nan, math.nan
     m, a, b = (crossing(xs, [float(at[x][w][j, H]) for x in xs]) for w in (1, 3, 2))
     err = math.nan
     y = [float(at[x][1][j, H]) - 0.5 for x in xs]
     k = crossing_index(y, 0.0)
     if m is not None and k is not None:
         err = interpolation_error(m, (xs[k], y[k]), (xs[k + 1], y[k + 1]), list(zip(xs, y)))
-    return m, xs[0] if a is None else a, xs[-1] if b is None else b, err
+    return m, a, b, err
 
 
 def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym: tuple, ladder_refine: int,
@@ -936,7 +934,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                     if at[x][0]["error"]:
                         raise DivergenceError(at[x][0]["error"])
                     m, lo_, hi_, err = _crossings(at, j, H)
-                    if m is not None and math.isfinite(err) and err <= FINITE_D_BAND_FRACTION * (hi_ - lo_):
+                    ok = [v for v in at if not at[v][0]["error"]]  # a band's end beyond them: counted at the last
+                    width = (max(ok) if hi_ is None else hi_) - (min(ok) if lo_ is None else lo_)
+                    if m is not None and math.isfinite(err) and err <= FINITE_D_BAND_FRACTION * width:
                         raise _Settled  # the interpolation's error is already small against the band
                     return float(at[x][1][j, H]) - 0.5
 
@@ -957,8 +957,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     ok = [i for i, q in enumerate(per) if not q["error"]]
     for j, d in enumerate(dims):
         x = [deltas[i] for i in ok]
-        m, a, b = (crossing(x, [arr[i, j, H] for i in ok]) for arr in (P, HI, LO))
-        err = _crossings(at, j, H)[3]
+        m, a, b, err = _crossings(at, j, H)
         widen = err if math.isfinite(err) else 0.0
         note = "" if m is not None else "P does not cross 1/2 on the delta grid at this horizon: widen the deltas"
         if m is not None and x:
