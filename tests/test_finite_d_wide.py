@@ -11,8 +11,9 @@ from scipy.stats import chi2
 
 import theorykit as tk
 from theorykit.thresholds.capture import CaptureCurve, capture_curve, capture_probabilities
-from theorykit.thresholds.directions import (ConeInterpolant, anchor_directions, interpolate_strength,
-                                             neuron_classes, orbit_cos, orbit_images, sphere_directions)
+from theorykit.thresholds.directions import (ConeInterpolant, StrengthInterpolant, anchor_directions,
+                                             interpolate_strength, invariant_forms, neuron_classes, orbit_cos,
+                                             orbit_images, sphere_directions)
 
 
 def _group(m, flip, classes):
@@ -233,8 +234,9 @@ def test_cone_interpolant_is_exact_on_anchors_and_linear_on_facets():
 def test_a_cylinder_capture_region_is_interpolated_linearly_not_by_nearest_anchor():
     """Only the a = +1 neurons' overlaps matter (strength |u_+| / 0.05: capture iff |mu_+| > 0.05), and V_eff is
     20 times larger on the a = -1 neurons, as at width 4 with a = +-1 on phase retrieval: most directions Bw lie next
-    to the a = -1 plane, where the strength vanishes linearly.  The cone interpolation follows that (error 0.002
-    with 12 anchors); inverse-distance weights drive it to the nearest anchor's 0 (error 0.28)."""
+    to the a = -1 plane, where the strength vanishes linearly.  With width 4's default 7 anchors the quadratic gauge
+    makes P exact; the cone interpolation of s alone understates it (its exit points lie inside the unit sphere:
+    P 0.10 low); inverse-distance weights drive it to the nearest anchor's 0 (0.28 low, with 12 anchors)."""
     classes, flip = ((0, 2), (1, 3)), True
     r_of = lambda U: 0.05 / np.maximum(np.hypot(U[:, 0], U[:, 2]), 1e-9)  # noqa: E731
     V = np.diag([1.0, 20.0, 1.0, 20.0])[None]
@@ -242,17 +244,63 @@ def test_a_cylinder_capture_region_is_interpolated_linearly_not_by_nearest_ancho
     mu = np.random.default_rng(2).multivariate_normal(np.zeros(4), V[0] / d, size=400_000)
     n = np.linalg.norm(mu, axis=1)
     frac = float(np.mean(n > r_of(mu / n[:, None])))
-    A = anchor_directions(4, flip, classes, 12)
-    rays = [(float(i), _curve(a, float(r_of(a[None])[0]))) for i, a in enumerate(A)]
-    P, _, _ = capture_probabilities(rays, flip, False, V, 0 * V, 0, d, classes=classes)
     W = sphere_directions(4)
-    B = np.sqrt(V[0])
-    Bw = W @ B.T
+    Bw = W @ np.sqrt(V[0]).T
     sc = (Bw ** 2).sum(1)
-    st = interpolate_strength(Bw / np.sqrt(sc)[:, None], A, [1 / c.m_star[0] for _, c in rays], flip, classes)
+    q = Bw / np.sqrt(sc)[:, None]
+    for count in (7, 12):
+        A = anchor_directions(4, flip, classes, count)
+        rays = [(float(i), _curve(a, float(r_of(a[None])[0]))) for i, a in enumerate(A)]
+        P, _, _ = capture_probabilities(rays, flip, False, V, 0 * V, 0, d, classes=classes)
+        assert abs(P[0] - frac) < 0.005
+    s = np.array([1 / c.m_star[0] for _, c in rays])
+    cone = ConeInterpolant(A[:7], flip, classes)
     with np.errstate(divide="ignore"):
-        shepard = float(np.mean(chi2.sf(d / st ** 2 / sc, 4)))
-    assert abs(P[0] - frac) < 0.01 and abs(shepard - frac) > 0.1
+        alone = float(np.mean(chi2.sf(d / cone.evaluate(cone.coordinates(q), s[:7]) ** 2 / sc, 4)))
+        shepard = float(np.mean(chi2.sf(d / interpolate_strength(q, A, s, flip, classes) ** 2 / sc, 4)))
+    assert frac - alone > 0.05 and abs(shepard - frac) > 0.1
+
+
+@pytest.mark.parametrize("m, count", [(3, 8), (4, 7), (8, 9)])
+def test_the_strength_interpolant_is_exact_for_a_quadratic_gauge(m, count):
+    """A capture region {mu: mu^T G mu > 1} with G >= 0 invariant under the group (random, with one null direction:
+    the neurons of one class all alike never capture) is reproduced everywhere on the sphere from the anchors alone,
+    by the hull's rule and by the inverse-distance fallback; a strength that is not of that form (a box, |u_+|_inf)
+    is still exact on the anchors' orbits.  The invariant forms span exactly the matrices the group leaves
+    unchanged (dimension by brute force over the group)."""
+    rng = np.random.default_rng(m)
+    classes = tuple(tuple(range(j, m, 2)) for j in range(2))
+    flip = True
+    E = invariant_forms(m, classes)
+    group = _group(m, flip, classes)
+    def average(M):
+        return sum(np.eye(m)[p].T @ M @ np.eye(m)[p] for _, p in group) / len(group)
+
+    avgs = np.asarray([average(X + X.T).ravel() for X in rng.standard_normal((len(E) + 3, m, m))])
+    coef = np.linalg.lstsq(E.reshape(len(E), -1).T, avgs.T, rcond=None)[0]
+    assert np.allclose(coef.T @ E.reshape(len(E), -1), avgs)  # the group averages lie in their span ...
+    assert np.linalg.matrix_rank(avgs) == np.linalg.matrix_rank(E.reshape(len(E), -1)) == len(E)  # ... and fill it
+    L = rng.standard_normal((m, m))
+    null = np.zeros(m)
+    null[list(classes[1])] = 1.0
+    Pn = np.eye(m) - np.outer(null, null) / (null @ null)
+    G = average(Pn @ L @ L.T @ Pn)
+    A = anchor_directions(m, flip, classes, count)
+    s2 = np.einsum("ki,ij,kj->k", A, G, A)
+    s = np.sqrt(np.where(s2 < 1e-12 * s2.max(), 0.0, s2))  # rounding's 1e-16 would give a strength of 1e-8
+    assert (s == 0).any()
+    Q = sphere_directions(m)
+    exact = np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", Q, G, Q), 0.0))
+    rule = StrengthInterpolant(A, flip, classes)
+    assert rule.cone.ok
+    np.testing.assert_allclose(rule.evaluate(rule.prepare(Q), s), exact, atol=1e-8 * exact.max())
+    rule.cone.ok = False  # the inverse-distance fallback
+    np.testing.assert_allclose(rule.evaluate(rule.prepare(Q), s), exact, atol=1e-8 * exact.max())
+    rule = StrengthInterpolant(A, flip, classes)
+    box = np.abs(A[:, list(classes[0])]).max(1)
+    for k, a in enumerate(A):
+        img = orbit_images(a, flip, classes)
+        np.testing.assert_allclose(rule.evaluate(rule.prepare(img), box), box[k], atol=1e-7 * box.max())
 
 
 def test_threshold_command_at_width_four(capsys):

@@ -551,14 +551,14 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
     +-1 (m = 1: P(chi2_1 > d m*^2 / v)) or _CIRCLE_POINTS evenly spaced directions (m = 2; the capture strength
     1/m* interpolated linearly in the angle between the rays and their images under the symmetries, 0 on a ray that
     never captures), or m >= 3: SPHERE_POINTS scrambled-Sobol' directions, the strength interpolated from the rays
-    (anchors: each curve's ``direction``) piecewise linearly on the cones of the hull of their orbit images
-    (:class:`theorykit.thresholds.directions.ConeInterpolant`; inverse-distance weighting,
-    :func:`~theorykit.thresholds.directions.interpolate_strength`, where the hull cannot be built) under the group of
-    ``flip`` and ``classes`` (the exchangeable neurons; default: none).  The band takes every ray's
+    (anchors: each curve's ``direction``) as a quadratic gauge sqrt(q^T G q) fitted to them plus the remainder
+    interpolated piecewise linearly on the cones of the hull of their orbit images
+    (:class:`theorykit.thresholds.directions.StrengthInterpolant`) under the group of ``flip`` and ``classes`` (the
+    exchangeable neurons; default: none).  The band takes every ray's
     smallest and largest m*(t) over the replicas and V scaled by 1 -+ 2 relative standard errors (Frobenius)."""
     from scipy.stats import chi2
 
-    from .directions import ConeInterpolant, interpolate_strength, sphere_directions
+    from .directions import StrengthInterpolant, sphere_directions
 
     rays = [(float(a), c) for a, c in rays]
     m = V.shape[-1]
@@ -567,8 +567,8 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
         group: tuple = tuple((j,) for j in range(m)) if classes is None else classes
         anchors = np.asarray([c.direction for _, c in rays], dtype=float)
         W = sphere_directions(m)
-        cone = ConeInterpolant(anchors, flip, group)
-        at_k: dict = {}  # k -> the cone coordinates of the directions Bw/|Bw| (B changes only up to t_match)
+        interp = StrengthInterpolant(anchors, flip, group, always=_S_ALWAYS * (1 - 1e-9))
+        at_k: dict = {}  # k -> the directions Bw/|Bw| prepared for interp (B changes only up to t_match)
     else:
         psi = np.array([0.0, math.pi]) if m == 1 else np.linspace(0, 2 * math.pi, _CIRCLE_POINTS, endpoint=False)
     P, lo, hi = np.zeros(T + 1), np.zeros(T + 1), np.zeros(T + 1)
@@ -589,8 +589,8 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
         scale2 = (Bw ** 2).sum(1)
         if m >= 3:
             q = Bw / np.sqrt(scale2)[:, None]
-            if cone.ok and k not in at_k:
-                at_k[k] = cone.coordinates(q)
+            if k not in at_k:
+                at_k[k] = interp.prepare(q)
         else:
             phi = np.where(Bw[:, 0] >= 0, 0.0, math.pi) if m == 1 else np.arctan2(Bw[:, 1], Bw[:, 0]) % (2 * math.pi)
         stars = [_ray_star(c, t) for _, c in rays]
@@ -598,8 +598,7 @@ def capture_probabilities(rays: list, flip: bool, swap: bool, V: np.ndarray, V_s
         for which, fac in ((0, 1.0), (2, max(1.0 - 2 * rse, 1e-12)), (1, 1.0 + 2 * rse)):
             if m >= 3:
                 ss = [st[which] for st in stars]
-                strength = (ConeInterpolant.evaluate(at_k[k], ss) if cone.ok else
-                            interpolate_strength(q, anchors, ss, flip, group))
+                strength = interp.evaluate(at_k[k], ss)
             else:
                 xs, ys = [], []
                 for (angle, _), st in zip(rays, stars):
@@ -988,9 +987,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                  f"{float(max(m0s)):g}], geometric"
                  + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "") + ")")
               + f" to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
-              + ("; the capture strength 1/m* interpolated between the anchor rays on the sphere, piecewise linearly "
-                 "on the cones of the hull of their orbit images (inverse-distance weights where the hull fails)"
-                 if wide else "")
+              + ("; the capture strength 1/m* between the anchor rays on the sphere: a quadratic gauge "
+                 "sqrt(u^T G u) fitted to them plus the rest interpolated piecewise linearly on the cones of the hull "
+                 "of their orbit images (inverse-distance weights where the hull fails)" if wide else "")
               + f"; {paths} paths in {replicas} replicas"
               + (f" ({ladder_paths} in {ladder_replicas} for the ladders)"
                  if (ladder_paths, ladder_replicas) != (paths, replicas) else "")

@@ -5,10 +5,12 @@ unit m-vector u -- for every direction u on the sphere S^(m-1).  GD's law is inv
 the flip u -> -u when the link is even along the hard direction, and permutations of exchangeable neurons (equal
 a_j, b_j, and a Sigma_0 unchanged by exchanging them: :func:`neuron_classes`).  So m* is computed on a few *anchor*
 directions (:func:`anchor_directions`: the symmetric ones, then farthest-point samples), and the capture strength
-s = 1/m* (0 on an anchor that never captures) is interpolated between them:
+s = 1/m* (0 on an anchor that never captures) is interpolated between them (:class:`StrengthInterpolant`): a
+quadratic gauge sqrt(q^T G q), G >= 0 invariant under G's group (:func:`invariant_forms`) and fitted to the anchors,
+plus the remainder interpolated by
 
-* :class:`ConeInterpolant` -- linearly on the facets of the convex hull of the anchors' orbit images: s(q) is the
-  barycentric mean of the strengths of the facet's vertices at the point where the ray through q leaves the hull
+* :class:`ConeInterpolant` -- linearly on the facets of the convex hull of the anchors' orbit images: the
+  barycentric mean of the facet's vertices' values at the point where the ray through q leaves the hull
   (the m = 2 rule, linear between neighbouring rays, on the sphere);
 * :func:`interpolate_strength` -- the fallback where the hull cannot be built: inverse-distance weighting in the
   orbit distance, s(q) = sum_k w_k s_k / sum_k w_k, w_k = (1 - c_k(q))^(-m/2), c_k(q) = max_{g in G} q . g u_k.
@@ -233,6 +235,89 @@ class ConeInterpolant:
     def evaluate(coords: tuple, strengths) -> np.ndarray:
         idx, lam = coords
         return (lam * np.asarray(strengths, dtype=float)[idx]).sum(axis=1)
+
+
+def invariant_forms(m: int, classes: tuple) -> np.ndarray:
+    """A basis (p, m, m) of the symmetric m x m matrices left unchanged by every permutation within ``classes``:
+    per class its identity block and (two neurons or more) its all-ones block off the diagonal; per pair of classes
+    the all-ones block between them.  (A quadratic form is even, so the flip adds nothing.)"""
+    out = []
+    for i, ca in enumerate(classes):
+        ia = list(ca)
+        E = np.zeros((m, m))
+        E[ia, ia] = 1.0
+        out.append(E)
+        if len(ca) > 1:
+            E = np.zeros((m, m))
+            E[np.ix_(ia, ia)] = 1.0
+            E[ia, ia] = 0.0
+            out.append(E)
+        for cb in classes[i + 1:]:
+            E = np.zeros((m, m))
+            E[np.ix_(ia, list(cb))] = 1.0
+            out.append(E + E.T)
+    return np.asarray(out)
+
+
+class StrengthInterpolant:
+    """The capture strength at m >= 3 from the anchors' (docs/theory.md §5, "Any width"): a quadratic gauge plus the
+    interpolated remainder,
+
+        s(q) = sqrt(q^T G q) + I[s_k - sqrt(u_k^T G u_k)](q),
+
+    with G the positive semidefinite matrix invariant under the group that fits s_k^2 = u_k^T G u_k over the anchors
+    u_k in least squares, subject to G u_k = 0 on the anchors that never capture (s_k = 0; then its negative
+    eigenvalues set to 0), and I the cone interpolation of the remainders
+    (:class:`ConeInterpolant`; :func:`interpolate_strength` where the hull cannot be built).  Exact on the anchors,
+    and everywhere for a capture region {mu: mu^T G mu > 1} -- a ball, a slab, a cylinder over the neurons whose
+    overlaps matter -- which a piecewise-linear interpolation of s is not: on a facet whose exit point lies inside
+    the unit sphere it understates s.  Without a gauge (fewer usable anchors than invariant forms, or forms of
+    deficient rank) it is the cone interpolation of s itself.  Strengths >= ``always`` (a stand-in for "captured
+    from the bottom rung") are left out of the fit."""
+
+    def __init__(self, anchors: np.ndarray, flip: bool, classes: tuple, always: float = np.inf):
+        self.anchors = np.asarray(anchors, dtype=float)
+        self.flip, self.classes, self.always = flip, classes, always
+        self.cone = ConeInterpolant(self.anchors, flip, classes)
+        self.basis = invariant_forms(self.anchors.shape[1], classes)
+        self.forms = np.einsum("ki,pij,kj->kp", self.anchors, self.basis, self.anchors)  # (K, p)
+
+    def prepare(self, Q: np.ndarray) -> tuple:
+        """What :meth:`evaluate` needs of the unit rows of Q (N, m), which do not depend on the strengths."""
+        Q = np.asarray(Q, dtype=float)
+        return Q, (self.cone.coordinates(Q) if self.cone.ok else None)
+
+    def gauge(self, strengths) -> Optional[np.ndarray]:
+        """G (m, m), or None where the anchors do not determine it."""
+        s = np.asarray(strengths, dtype=float)
+        use = s < self.always
+        p = len(self.basis)
+        N = np.eye(p)  # theta = N phi: G u = 0 on every anchor that never captures (u^T G u = 0 with G >= 0)
+        zero = self.anchors[use & (s == 0.0)]
+        if len(zero):
+            C = np.einsum("pij,kj->kip", self.basis, zero).reshape(-1, p)
+            _, sv, Vt = np.linalg.svd(C)
+            N = Vt[int(np.sum(sv > 1e-10 * max(sv[0], 1e-300))):].T
+        F = self.forms[use] @ N
+        if N.shape[1] == 0 or len(F) < F.shape[1] or np.linalg.matrix_rank(F) < F.shape[1]:
+            return None
+        theta = N @ np.linalg.lstsq(F, s[use] ** 2, rcond=None)[0]
+        lam, U = np.linalg.eigh(np.tensordot(theta, self.basis, axes=1))
+        return (U * np.maximum(lam, 0.0)) @ U.T
+
+    def evaluate(self, prepared: tuple, strengths) -> np.ndarray:
+        """s at the rows of the prepared Q: (N,), >= 0."""
+        Q, coords = prepared
+        s = np.asarray(strengths, dtype=float)
+        G = self.gauge(s)
+        if G is None:
+            base, rest = 0.0, s
+        else:
+            base = np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", Q, G, Q), 0.0))
+            rest = s - np.sqrt(np.maximum(np.einsum("ki,ij,kj->k", self.anchors, G, self.anchors), 0.0))
+        out = base + (ConeInterpolant.evaluate(coords, rest) if coords is not None else
+                      interpolate_strength(Q, self.anchors, rest, self.flip, self.classes))
+        return np.maximum(out, 0.0)
 
 
 def interpolate_strength(Q: np.ndarray, anchors: np.ndarray, strengths, flip: bool, classes: tuple) -> np.ndarray:
