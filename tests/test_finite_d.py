@@ -182,8 +182,9 @@ def test_finite_d_records_a_delta_where_the_dmft_diverges(monkeypatch):
 
 def test_finite_d_bisect_scan_solves_few_deltas_and_answers_as_the_whole_grid(monkeypatch):
     """scan="bisect" solves only the grid deltas that bracket the crossings of P and of its band's ends (P
-    monotone in delta): the midpoint and band equal the whole grid's, from about log2(points) + 1 deltas; a P that
-    stays below 1/2 walks up to the grid's top and says so; a failed delta is stepped over."""
+    monotone in delta): the midpoint and band equal the whole grid's, from about log2(points) + 1 deltas (3 for a
+    threshold near the grid's middle); a P that stays below 1/2 walks up to the grid's top and says so; a failed
+    delta is stepped over."""
     import theorykit.thresholds.capture as cap
 
     solved = []
@@ -210,6 +211,21 @@ def test_finite_d_bisect_scan_solves_few_deltas_and_answers_as_the_whole_grid(mo
         assert len(solved) == len(set(solved)) <= 8 and "bisection over its indices" in bis.method
         assert bis.midpoints[0]["midpoint"] == pytest.approx(whole.midpoints[0]["midpoint"], rel=1e-12)
         assert bis.midpoints[0]["band"] == pytest.approx(whole.midpoints[0]["band"], rel=1e-12)
+    def at_roots(*roots):  # P, its band's low curve and high curve cross 1/2 at the roots
+        def at(problem, dl, H, dims, *a, **k):
+            solved.append(dl)
+            arr = lambda r: np.full((len(dims), H + 1), 1.0 / (1.0 + (r / dl) ** 3))  # noqa: E731
+            return {"delta": dl, "error": "", "rays": []}, arr(roots[0]), arr(roots[2]), arr(roots[1])
+        return at
+
+    # a threshold near the middle of the command's own 8-point grid, its band wider below than above: the middle
+    # delta, one step up for P, one step down for the band's low end -- 3 grid deltas
+    grid8 = list(np.geomspace(1.0, 40.0, 8))
+    monkeypatch.setattr(cap, "_finite_d_at", at_roots(10.45, 5.0, 10.82))
+    solved.clear()
+    mid = finite_d(pr, grid8, [200], 5, refine=0, scan="bisect")
+    assert solved == [grid8[4], grid8[5], grid8[3]]
+    assert mid.midpoints[0]["band"][0] == pytest.approx(5.0, abs=0.1)
     monkeypatch.setattr(cap, "_finite_d_at", at_for(100.0))
     solved.clear()
     low = finite_d(pr, grid, [200], 5, refine=0, scan="bisect")

@@ -666,9 +666,11 @@ def _ray_guess(at: dict, i: int, dl: float) -> Optional[float]:
 def _next_grid_delta(grid: tuple, at: dict, n_dims: int, H: int) -> Optional[float]:
     """The next delta of ``grid`` (sorted) to solve when the grid is searched by bisection (finite_d's
     scan="bisect"): for each d and each of P, its band's high and low end (in that order), the crossing of 1/2 at
-    the horizon is located by bisection over the grid's indices (P taken as monotone in delta) -- between the
-    nearest solved deltas whose values straddle 1/2, or towards the grid's end beyond the solved ones where none
-    do; None when every crossing is bracketed by adjacent grid deltas (or lies beyond the grid's ends)."""
+    the horizon is located over the grid's indices (P taken as monotone in delta) -- by bisection between the
+    nearest solved deltas whose values straddle 1/2; where none do, one grid step beyond the solved deltas (the
+    band's ends, which lie near P's crossing, and P after the first delta) or by bisection towards the grid's end
+    (P after that); None when every crossing is bracketed by adjacent grid deltas (or lies beyond the grid's
+    ends)."""
     n = len(grid)
     solved = [k for k, x in enumerate(grid) if x in at and not at[x][0]["error"]]
     failed = {k for k, x in enumerate(grid) if x in at and at[x][0]["error"]}
@@ -682,15 +684,15 @@ def _next_grid_delta(grid: tuple, at: dict, n_dims: int, H: int) -> Optional[flo
                 continue
             v = [float(at[grid[k]][which][j, H]) - 0.5 for k in ks]
             i = crossing_index(v, 0.0)
+            step = False  # one grid step beyond the solved deltas instead of bisection
             if i is not None:
                 a, b = ks[i], ks[i + 1]
-            elif v[0] >= 0:  # above 1/2 everywhere solved: the crossing is below the smallest solved delta
-                a, b = -1, ks[0]
             else:
-                a, b = ks[-1], n
+                step = which != 1 or len(solved) == 1
+                a, b = (-1, ks[0]) if v[0] >= 0 else (ks[-1], n)  # the crossing below / above every solved delta
             inside = [k for k in range(a + 1, b) if k not in failed and k not in solved]
             if inside:
-                return grid[inside[len(inside) // 2]]
+                return grid[(inside[-1] if b == ks[0] else inside[0]) if step else inside[len(inside) // 2]]
     return None
 
 
@@ -826,8 +828,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     scan : {"grid", "bisect"}
         "grid" solves every delta of ``deltas`` (from the largest down); "bisect" only those that locate, for each d,
         where P(capture by the horizon) and its band's ends cross 1/2: a bisection over the grid's indices (P taken
-        as monotone in delta), so about log2(len(deltas)) + 1 deltas instead of all; the others are not in the
-        result.
+        as monotone in delta), with single grid steps beyond the solved deltas for the band's ends and P's second
+        delta (:func:`_next_grid_delta`), so about log2(len(deltas)) + 1 deltas instead of all, 3 for a threshold
+        near the grid's middle; the others are not in the result.
     refine : int
         Root-finding steps per d after the grid (0..20): a safeguarded secant on P(capture by the horizon) = 1/2 in
         the grid's bracket, each step a new delta (its DMFT and ladder), until the bracket is narrower than
@@ -1002,8 +1005,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
               "P(chi2_1 > d m*^2 / v_eff)); band: "
               "the replicas' m* and V_eff +- 2 se (not the rung interpolation), widened by the midpoint's "
               "interpolation error; midpoint: the root of P(capture by the horizon) = 1/2, bracketed on the delta "
-              + ("grid (searched by bisection over its indices for the crossings of P and of its band's ends, P "
-                 "taken as monotone in delta; the grid's other deltas not solved)" if scan == "bisect" else "grid")
+              + ("grid (searched by bisection over its indices for the crossings of P and of its band's ends, with "
+                 "single grid steps beyond the deltas solved for the band's ends and P's second delta, P taken as "
+                 "monotone in delta; the grid's other deltas not solved)" if scan == "bisect" else "grid")
               + f" and refined by up to {refine} safeguarded secant steps per d (each a new delta with its own "
               f"DMFT runs; stopped once the bracket is below {FINITE_D_REFINE_TOL:g} of delta or the "
               f"interpolation error below {FINITE_D_BAND_FRACTION:g} of the band's width), then the linear "
