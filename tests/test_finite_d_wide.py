@@ -296,11 +296,16 @@ def test_the_strength_interpolant_is_exact_for_a_quadratic_gauge(m, count):
     np.testing.assert_allclose(rule.evaluate(rule.prepare(Q), s), exact, atol=1e-8 * exact.max())
     rule.cone.ok = False  # the inverse-distance fallback
     np.testing.assert_allclose(rule.evaluate(rule.prepare(Q), s), exact, atol=1e-8 * exact.max())
-    rule = StrengthInterpolant(A, flip, classes)
+    rule = StrengthInterpolant(A, flip, classes, always=1e12)
     box = np.abs(A[:, list(classes[0])]).max(1)
     for k, a in enumerate(A):
         img = orbit_images(a, flip, classes)
         np.testing.assert_allclose(rule.evaluate(rule.prepare(img), box), box[k], atol=1e-7 * box.max())
+    big = box.copy()
+    big[0] = 1e12  # "captured from the bottom rung": left out of the fit, kept on its own orbit
+    assert rule.gauge(big) is not None
+    assert np.all(rule.evaluate(rule.prepare(orbit_images(A[0], flip, classes)), big) >= 1e12 * (1 - 1e-9))
+    np.testing.assert_allclose(rule.evaluate(rule.prepare(A[1:]), big), box[1:], atol=1e-7 * box.max())
 
 
 def test_threshold_command_at_width_four(capsys):

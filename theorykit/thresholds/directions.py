@@ -228,7 +228,7 @@ class ConeInterpolant:
             face = cand[np.arange(len(q)), pick]
             idx[i:i + chunk] = self.owner[self.vertices[face]]
             lam[i:i + chunk] = L[np.arange(len(q)), pick]
-        lam = np.maximum(lam, 0.0)
+        lam = np.where(lam > 1e-12, lam, 0.0)  # rounding noise would carry a "captured from the bottom" 1e12
         return idx, lam / lam.sum(axis=1, keepdims=True)
 
     @staticmethod
