@@ -991,8 +991,9 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                  + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "") + ")")
               + f" to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
               + ("; the capture strength 1/m* between the anchor rays on the sphere: a quadratic gauge "
-                 "sqrt(u^T G u) fitted to them plus the rest interpolated piecewise linearly on the cones of the hull "
-                 "of their orbit images (inverse-distance weights where the hull fails)" if wide else "")
+                 "sqrt(u^T G u) fitted to them (where they determine one) plus the rest interpolated piecewise "
+                 "linearly on the cones of the hull of their orbit images (inverse-distance weights where the hull "
+                 "fails)" if wide else "")
               + f"; {paths} paths in {replicas} replicas"
               + (f" ({ladder_paths} in {ladder_replicas} for the ladders)"
                  if (ladder_paths, ladder_replicas) != (paths, replicas) else "")

@@ -6,8 +6,8 @@ the flip u -> -u when the link is even along the hard direction, and permutation
 a_j, b_j, and a Sigma_0 unchanged by exchanging them: :func:`neuron_classes`).  So m* is computed on a few *anchor*
 directions (:func:`anchor_directions`: the symmetric ones, then farthest-point samples), and the capture strength
 s = 1/m* (0 on an anchor that never captures) is interpolated between them (:class:`StrengthInterpolant`): a
-quadratic gauge sqrt(q^T G q), G >= 0 invariant under G's group (:func:`invariant_forms`) and fitted to the anchors,
-plus the remainder interpolated by
+quadratic gauge sqrt(q^T G q) -- a matrix G >= 0 unchanged by the group (:func:`invariant_forms`), fitted to the
+anchors -- plus the remainder interpolated by
 
 * :class:`ConeInterpolant` -- linearly on the facets of the convex hull of the anchors' orbit images: the
   barycentric mean of the facet's vertices' values at the point where the ray through q leaves the hull
