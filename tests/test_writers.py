@@ -16,6 +16,8 @@ ALLOWED = {
     "theorykit/referee/_fused.py": "the on-disk kernel cache's generated module (Python source), not a table",
     "scripts/finite_d_wide.py": "the prediction's JSON record in tables/raw, saved before the GD runs, and each "
                                 "case's result record (so that one case reruns alone), not tables",
+    "scripts/cone_real_check.py": "a pickle cache of the capture ladders (outside the repository by default), "
+                                  "not a table",
 }
 #: methods that write a file whatever their receiver (pathlib, pandas)
 WRITING_METHODS = {"write_text", "write_bytes", "to_csv", "to_markdown", "to_excel"}
