@@ -3,12 +3,13 @@
 
     python scripts/finite_d_wide.py            # writes tables/finite_d_wide.{md,csv}; GD runs kept in
                                                # tables/raw/finite_d_wide_*.csv
-    python scripts/finite_d_wide.py gelu-m4    # one case (gelu-m4, x2-m4, gelu-m8, bounded-m4)
+    python scripts/finite_d_wide.py gelu-m4    # one case (gelu-m4, x2-m4, gelu-m8, bounded-m4, relu-m4)
     python scripts/finite_d_wide.py --reuse gelu-m4   # the table again from the saved prediction and GD runs
 
 Phase retrieval (y = z^2, square loss), width m with a = +-1 (half +1, half -1; the rows of
 tables/paper_comparison.md): GeLU at eta = 1, horizon 200; x^2 at eta = 0.05, horizon 400.  And a bounded case: GeLU on
-the sign link y = sign(|z| - median |z|) with logistic loss, eta = 1, horizon 200.  Prediction:
+the sign link y = sign(|z| - median |z|) with logistic loss, eta = 1, horizon 200; and a kinked one: ReLU on phase
+retrieval, eta = 1, horizon 200.  Prediction:
 theorykit.finite_d (default ladder and anchors for m >= 3, DMFT with PATHS paths in REPLICAS replicas) at d = 400 and
 800, timed.  GD: theorykit.sweep at the same d and horizon, SEEDS seeds per delta; success = cos^2 > 1/2 between the
 hard direction and the top left singular vector of Theta by the horizon.  GD's midpoint: logistic maximum-likelihood
@@ -40,7 +41,8 @@ CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0
          ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1, PR),
          ("gelu-m8", "gelu", 1.0, 8, 200, [9.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
          ("bounded-m4", "gelu", 1.0, 4, 200, [9.0, 13.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1,
-          ("sign-symmetric", "logistic"))]
+          ("sign-symmetric", "logistic")),
+         ("relu-m4", "relu", 1.0, 4, 200, [12.0, 20.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1, PR)]
 
 
 def case(name, act, eta, m, horizon, grid, gd_deltas, refine, link_loss, rows, lines, reuse=False):
