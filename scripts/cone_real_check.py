@@ -27,7 +27,8 @@ from scipy.stats import chi2
 
 import theorykit as tk
 import theorykit.thresholds.capture as cap
-from theorykit.thresholds.capture import BRACKET_FACTOR, FINITE_D_WIDE_LADDER, _ray_star, _S_ALWAYS, capture_curve
+from theorykit.thresholds.capture import (BRACKET_FACTOR, FINITE_D_WIDE_LADDER, _ray_star, _S_ALWAYS, capture_curve,
+                                          capture_probabilities)
 from theorykit.thresholds.directions import (ConeInterpolant, StrengthInterpolant, _sort_classes, orbit_cos,
                                              sphere_directions)
 
@@ -90,9 +91,11 @@ def report(calls):
         s, A = strengths(c["curves"])
         print(f"delta {c.get('delta', '?')}, d = {c['d']}: strengths 1/m*(200) on the 12 anchors {np.round(s, 1)}")
         for n in (7, 12):
-            P = {nm: float(np.mean(contributions(rule(nm, A[:n], c, s[:n], q), sc, c["d"])))
-                 for nm in ("gauge", "cone")}
-            print(f"  {n} anchors: P gauge + cone {P['gauge']:.3f}, cone alone {P['cone']:.3f}")
+            # the committed rule through finite_d's own P; the cone alone (no longer in it) by the same formula
+            committed = capture_probabilities(c["curves"][:n], c["flip"], False, c["V"], 0 * c["V"], c["tm"], c["d"],
+                                              classes=c["classes"])[0][T]
+            alone = float(np.mean(contributions(rule("cone", A[:n], c, s[:n], q), sc, c["d"])))
+            print(f"  {n} anchors: P gauge + cone {committed:.3f}, cone alone {alone:.3f}")
         for nm in ("gauge", "cone"):
             print(f"  from 7 anchors, {nm}: {np.round(rule(nm, A[:7], c, s[:7], A[7:]), 1)} at the other 5, "
                   f"measured {np.round(s[7:], 1)}")
