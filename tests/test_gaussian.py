@@ -74,3 +74,26 @@ def test_tiers():
 def test_quadrature_reports_breakpoints_accuracy():
     val, err = quadrature_1d(sp.Max(0, x) * sp.tanh(x), x)
     assert err < 1e-12 and abs(val - mp_expect(sp.Max(0, x) * sp.tanh(x))) < 1e-12
+
+
+def test_quadrature_nd_sums_products_of_one_variable_factors_axis_by_axis():
+    """A separable integrand (a sum of products of one-variable factors) is summed axis by axis: the same number as
+    the tensor sum on the same nodes (brute force here), and E[e^z1 He_2(z1) z2^2 z3^2] = e^(1/2); a coupled one
+    (tanh(z1 + z2) z3^2 + z1 z2 z3^2) keeps the tensor grid and agrees with its brute force too."""
+    import math
+
+    from theorykit.rules import gauss_hermite
+    from theorykit.symbolic.gaussian import quadrature_nd
+
+    z1, z2, z3 = sp.symbols("z1 z2 z3")
+    rule = gauss_hermite(120, 3)
+    x = rule.nodes
+    for expr, f in ((sp.exp(z1) * (z1 ** 2 - 1) * z2 ** 2 * z3 ** 2,
+                     lambda p: np.exp(p[:, 0]) * (p[:, 0] ** 2 - 1) * p[:, 1] ** 2 * p[:, 2] ** 2),
+                    (sp.tanh(z1 + z2) * z3 ** 2 + z1 * z2 * z3 ** 2 + sp.cos(z1),
+                     lambda p: np.tanh(p[:, 0] + p[:, 1]) * p[:, 2] ** 2 + p[:, 0] * p[:, 1] * p[:, 2] ** 2
+                     + np.cos(p[:, 0]))):
+        value, err = quadrature_nd(expr, [z1, z2, z3])
+        assert abs(value - float(rule.weights @ f(x))) < 1e-12 and err < 1e-12
+    assert abs(quadrature_nd(sp.exp(z1) * (z1 ** 2 - 1) * z2 ** 2 * z3 ** 2, [z1, z2, z3])[0]
+               - math.exp(0.5)) < 1e-13
