@@ -480,6 +480,32 @@ def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tupl
     return _delta_alg_from_rho(rf, 2 * abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
 
 
+def delta_alg_slices(link: Link, allow_jumps: bool = False, rule: Optional[tuple] = None) -> Optional[DeltaAlg]:
+    """Three Gaussian variables (k = 3 noiseless, k = 2 with eps), y continuous in them: the operator from
+    Gauss-Legendre slices in the first variable, graded toward the slices where y is constant, and in each slice the
+    exact law of y's piecewise-linear interpolant (:mod:`theorykit.symbolic.slices`); its error twice the sum of
+    the changes with half the nodes per panel, half the cells, half the bins.  Atoms of y are counted apart.  None
+    for other links, and for jumps (as :func:`delta_alg_simplex`).  ``rule``: (Gauss-Legendre nodes per panel,
+    cells per axis, bins) of the fine rule (default theorykit.symbolic.slices.RULE)."""
+    from .slices import slice_operator
+
+    k, n = link.k, len(link.variables)
+    if n != 3 or (not allow_jumps and link.expr.has(sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac,
+                                                     sp.Piecewise)):
+        return None
+
+    def response(p):
+        return link.response(p[:, :k], p[:, k] if link.noisy else None)
+
+    got = slice_operator(response, n, k, rule)
+    if got is None:
+        return None
+    fine, variants, how = got
+    rf = _spectral_radius_sym(fine, k)
+    err = 2 * sum(abs(rf - _spectral_radius_sym(v, k)) for v in variants)
+    return _delta_alg_from_rho(rf, err + 1e-12 * max(1.0, abs(rf)), how)
+
+
 def _top_eigvec_sym(op: np.ndarray, k: int) -> np.ndarray:
     """The top eigenvector (as vec of a symmetric matrix) of M -> E[G M G] (op as in :func:`_spectral_radius_sym`)."""
     S = _symmetriser(k)
@@ -770,7 +796,8 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
             if lk.k == 1 and not lk.noisy:
                 da = delta_alg_grid(lk)
             else:
-                da = delta_alg_sphere(lk) or delta_alg_simplex(lk) or delta_alg_monte_carlo(lk)
+                da = (delta_alg_sphere(lk) or delta_alg_simplex(lk) or delta_alg_slices(lk)
+                      or delta_alg_monte_carlo(lk))
     if easy.shape[1] == 0:
         hard_da, why = None, ("no easy direction: the hard directions' threshold is delta_alg itself" if hard.shape[1]
                               else "no hard direction")

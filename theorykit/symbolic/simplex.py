@@ -20,8 +20,9 @@ Computed twice, with N and with N / 2 cells per axis (and half the levels in u);
 change (the observed convergence lies between first and second order in 1 / N; tests/test_links_simplex.py checks
 the coverage on links with exact values).  A link whose values at the mesh's nodes are not finite, or that takes
 finitely many values (jumps: the interpolant would smear them), gives None and is left to the caller's other tiers.
-Three variables (k = 3, or k = 2 with eps) are not done this way: the same construction with tetrahedra (a quadratic
-spline law) needs far more cells for the same accuracy, and a tetrahedron of wide h-range meets most levels.
+Three variables (k = 3, or k = 2 with eps) are done by slices of this construction (:mod:`theorykit.symbolic.slices`):
+tetrahedra (a quadratic spline law) would need far more cells for the same accuracy, and a tetrahedron of wide
+h-range meets most levels.
 """
 from __future__ import annotations
 
