@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import chi2
 
 import theorykit as tk
-from theorykit.thresholds.capture import CaptureCurve, capture_curve, capture_probabilities
+from theorykit.thresholds.capture import CaptureCurve, capture_curve, capture_probabilities, overlap_cos2
 from theorykit.thresholds.directions import (ConeInterpolant, StrengthInterpolant, anchor_directions,
                                              interpolate_strength, invariant_forms, neuron_classes, orbit_cos,
                                              orbit_images, sphere_directions)
@@ -160,6 +160,46 @@ def test_capture_curve_bracket_search_finds_the_ladders_crossing_with_fewer_runs
     assert len(never.m0s) == 1 and never.m_star[10] is None
     with pytest.raises(tk.TheorykitError, match="search must be"):
         capture_curve(pr, 10, [0.01, 0.5], search="grid", **kw)
+
+
+def test_a_solve_stopped_once_captured_is_the_prefix_of_the_full_solve():
+    """dmft(stop_overlap=(e, level, hold)): each replica stops once cos^2 with e has been >= level for hold steps; the
+    result is, number for number, the prefix of the solve to T (same seed), with status "ok" and the replicas' last
+    steps in settings; bad options are one-line errors."""
+    pr = tk.Problem("gelu", "phase-retrieval", delta=8.0, eta=1.0, steps=60, M0=[[0.5]])
+    kw = dict(paths=1024, replicas=2, seed=0, bias_check=False, hard_process=False)
+    full = tk.dmft(pr, **kw)
+    cos2 = overlap_cos2(full.M, full.C_theta_tt, np.array([1.0]))
+    first = int(np.flatnonzero(cos2 >= 0.9)[0])
+    assert first + 2 < 60  # captured well before T: the stop is reached
+    stopped = tk.dmft(pr, **kw, stop_overlap=([1.0], 0.9, 3))
+    S = len(stopped.t)
+    assert stopped.status == "ok" and S < 61 and min(stopped.settings["stopped_at"]) == S - 1
+    assert np.all(cos2[S - 3:S] >= 0.9)
+    for key in ("M", "C_theta_tt", "train_loss", "test_loss"):
+        assert np.array_equal(getattr(stopped, key), getattr(full, key)[:S]), key
+    assert full.settings["stopped_at"] == [None, None]
+    for bad in (([1.0], 1.5, 3), ([1.0], 0.9, 0), "e"):
+        with pytest.raises(tk.TheorykitError, match="stop_overlap"):
+            tk.dmft(pr, **kw, stop_overlap=bad)
+
+
+def test_bracket_runs_stop_once_captured_and_find_the_same_crossing():
+    """capture_curve's bracket search stops the runs that capture (cos^2 >= 0.9 held 3 steps): the same rungs and the
+    same m*(T) as the runs to T when the crossing's rungs capture late, a flat cos^2 after the stop in the rungs
+    that captured early, and none in the runs to T."""
+    pr = tk.Problem("gelu", "phase-retrieval", width=1, delta=16.0, eta=1.0, steps=40)
+    kw = dict(paths=1024, replicas=2, search="bracket", refine=2)
+    a = capture_curve(pr, 40, [0.002, 0.5], stop_captured=False, **kw)
+    b = capture_curve(pr, 40, [0.002, 0.5], **kw)
+    assert a.m0s == b.m0s
+    cos2_a, cos2_b = np.asarray(a.cos2), np.asarray(b.cos2)
+    flat = [i for i in range(len(b.m0s)) if cos2_b[i, -1] >= 0.5 and np.all(cos2_b[i, -5:] == cos2_b[i, -1])]
+    assert flat and not any(np.all(cos2_a[i, -5:] == cos2_a[i, -1]) for i in range(len(a.m0s)))
+    j = int(np.flatnonzero(cos2_a[:, -1] >= 0.5)[0])
+    if j not in flat:  # the crossing's upper rung ran to T in both: the same interpolation
+        assert b.m_star[40] == a.m_star[40]
+    assert abs(b.m_star[40] / a.m_star[40] - 1) < 0.02
 
 
 def test_finite_d_width_four_runs_and_states_its_method():

@@ -23,8 +23,9 @@ class DMFTNumerics:
     the Gaussian process' sampler and jitter, the seed, the parallel processes, what is kept (kernels, keep_law_at),
     the bias check, a common path exclusion (exclude), the start (init and the spectral_* options of the spectral
     start), the innovations' horizon, whether the hard process is solved, and the finite sample whose latent tail is
-    truncated: d (n = delta d), or reach (n itself; the solver's own check of a divergence uses it); and whether the
-    latent nodes mirrored along the hard direction share their driving normals (mirror).
+    truncated: d (n = delta d), or reach (n itself; the solver's own check of a divergence uses it); whether the
+    latent nodes mirrored along the hard direction share their driving normals (mirror); and when a replica stops
+    early, its overlap with a latent direction held (stop_overlap).
 
     :meth:`checked` validates the options a solve of T steps needs before planning and returns them normalised;
     latent, response, window, sampler, bias_check and fine_lags are checked where 'auto' is resolved
@@ -57,6 +58,7 @@ class DMFTNumerics:
     d: Optional[int] = None
     reach: Optional[int] = None
     mirror: bool = False
+    stop_overlap: Any = None
 
     def checked(self, T: int) -> "DMFTNumerics":
         """These options checked for a solve of T GD steps (one-line errors), normalised: integers as int,
@@ -96,5 +98,16 @@ class DMFTNumerics:
             raise TheorykitError("give d or reach, not both")
         if not isinstance(self.mirror, bool):
             raise TheorykitError(f"mirror must be True or False, got {self.mirror!r}")
+        stop = self.stop_overlap
+        if stop is not None:
+            try:
+                e, level, hold = stop
+                e = tuple(float(v) for v in np.atleast_1d(np.asarray(e, dtype=float)))
+            except (TypeError, ValueError):
+                raise TheorykitError("stop_overlap must be (e, level, hold): a unit latent vector, a number in (0, 1) "
+                                     f"and an integer >= 1, got {stop!r}") from None
+            if not (isinstance(level, (int, float)) and 0 < level < 1) or not np.all(np.isfinite(e)):
+                raise TheorykitError(f"stop_overlap's level must be in (0, 1) and e finite, got {stop!r}")
+            stop = (e, float(level), check_int("stop_overlap's hold", hold, 1))
         return replace(self, paths=paths, replicas=replicas, seed=seed, order=order, keep_law_at=tuple(keep),
-                       horizon=horizon, d=d, reach=reach, **spectral)
+                       horizon=horizon, d=d, reach=reach, stop_overlap=stop, **spectral)

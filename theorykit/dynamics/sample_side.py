@@ -228,9 +228,20 @@ def _hard_by_kernels(Ru_h, Cu_h, S: int, T: int, m: int, Sigma0, etas, delta, ri
                "P_half": P_half, "Sigma0_half": B, "tangent_check": None}
 
 
+def _overlap_cos2(M: np.ndarray, C: np.ndarray, e) -> float:
+    """cos^2 between the latent direction e and the top left singular vector of Theta, from M (k, m) and
+    C_theta(t, t) (m, m): (v^T M^T e)^2 / lam with (lam, v) the top eigenpair of M^T M + C_theta."""
+    Me = M.T @ np.asarray(e, dtype=float)
+    G = M.T @ M + C
+    if not np.all(np.isfinite(G)):
+        return 0.0
+    lam, vec = np.linalg.eigh(0.5 * (G + G.T))
+    return float((vec[:, -1] @ Me) ** 2 / lam[-1]) if lam[-1] > 0 else 0.0
+
+
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
                 response="stein", window=0, progress=None, keep_law_at=(), exclude=None, prefix=None,
-                horizon=None, hard_process=True, fine_lags=None, reach=None, mirror=False) -> dict:
+                horizon=None, hard_process=True, fine_lags=None, reach=None, mirror=False, stop_overlap=None) -> dict:
     """One DMFT solve with one random stream; returns a dict of arrays (see :func:`dmft`).
 
     keep_law_at: times t at which the path sample (r^t, y, z, D^t) is kept (``out["laws"][t]``; D as the finite-n
@@ -251,7 +262,10 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     reach: the size n of a finite sample; paths beyond the latent 1/n quantile (:func:`beyond_reach`) may then be
     excluded when their single-sample dynamics is unstable, as a sample of n points holds none of them (default: only
     the latent nodes of probability < NEGLIGIBLE_NODE).  ``out["reach_radius"]``: the smallest latent radius among the
-    excludable paths."""
+    excludable paths.
+
+    stop_overlap: (e, level, hold) stops the solve after step t once cos^2 between e and the top left singular vector
+    of Theta (from M_t and C_theta(t, t)) has been >= level for hold consecutive steps (``out["stopped_at"]`` = t)."""
     rng = np.random.default_rng(seed)
     batch = make_batch(link, *batch_args, rng=rng)
     Kp = 0  # spectral prefix steps
@@ -331,6 +345,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     pin_hard = hard_basis.shape[1] > 0 and not np.any(hard_basis.T @ M0)
     repairs = 0
     diverged = None
+    stopped_at, held = None, 0
     jit = jitter * max(1.0, float(np.trace(Sigma0)) / m)
     kinks = net.activation.kinks  # where sigma' jumps (docs/theory.md §3.1)
     loss_jumps = net.loss.derivative_jumps
@@ -497,9 +512,14 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
                 M[t + 1] -= hard_basis @ (hard_basis.T @ M[t + 1])
         if progress is not None:
             progress(t)
+        if stop_overlap is not None and t < T:
+            held = held + 1 if _overlap_cos2(M[t], par.C[t, t], stop_overlap[0]) >= stop_overlap[1] else 0
+            if held >= stop_overlap[2]:
+                stopped_at = t
+                break
 
     dyadic = K = Kw = None  # the responses' histories are done with: free them before the hard process allocates
-    last = T if diverged is None else diverged - 1
+    last = (T if stopped_at is None else stopped_at) if diverged is None else diverged - 1
     S = last + 1
     idx = np.arange(S)
     C_mu = np.zeros((S, kH, m, m))
@@ -541,7 +561,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
-        "diverged": diverged, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
+        "diverged": diverged, "stopped_at": stopped_at, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,
         "excluded_at": excluded_at, "excluded_mask": ~alive, "reach_radius": reach_radius,
         "laws": {t_: dict(v, weight=batch.weight, z=z, y=y) for t_, v in laws.items()},
     }

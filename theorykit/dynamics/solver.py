@@ -274,6 +274,7 @@ class ReplicaJob:
     fine_lags: Optional[int]
     reach: Optional[int] = None
     mirror: bool = False
+    stop_overlap: Optional[tuple] = None
 
     def solve(self) -> dict:
         return solve_once(self.net, self.link, self.hard_basis, self.delta, self.etas, self.ridge, self.Sigma0,
@@ -281,7 +282,7 @@ class ReplicaJob:
                           response=self.response, window=self.window, progress=None, keep_law_at=self.keep_law_at,
                           exclude=self.exclude, prefix=self.prefix, horizon=self.horizon,
                           hard_process=self.hard_process, fine_lags=self.fine_lags, reach=self.reach,
-                          mirror=self.mirror)
+                          mirror=self.mirror, stop_overlap=self.stop_overlap)
 
 
 def _half_batch(batch_args: tuple) -> tuple:
@@ -309,7 +310,7 @@ def _replica_jobs(setup: _Setup, num: DMFTNumerics, plan: Plan) -> list:
     base = ReplicaJob(setup.net, setup.lk, setup.hard_basis, setup.delta, setup.etas, setup.ridge, setup.Sigma0,
                       setup.M0, plan.batch_args, num.jitter, 0, num.sampler, plan.response, plan.window,
                       num.keep_law_at, None, setup.prefix, num.horizon, num.hard_process, plan.fine_lags,
-                      _reach(setup, num), num.mirror)
+                      _reach(setup, num), num.mirror, num.stop_overlap)
     jobs = [replace(base, seed=s, exclude=(None if num.exclude is None else num.exclude[i]))
             for i, s in enumerate(seeds)]
     if plan.bias_check:
@@ -585,6 +586,7 @@ def _solve_settings(setup: _Setup, num: DMFTNumerics, plan: Plan, results: list,
         "cholesky_repairs": int(sum(r["repairs"] for r in results)), "seed": num.seed,
         "horizon": num.horizon, "hard_process_solved": bool(num.hard_process and hard_dim),
         "processes": plan.processes, "kinked": kinked,
+        "stopped_at": [r_.get("stopped_at") for r_ in results],
         "truncation": (None if _reach(setup, num) is None else {
             "n": _reach(setup, num), "d": num.d,
             "latent_radius": _finite_or_none(min(float(r_["reach_radius"]) for r_ in results))}),
@@ -631,7 +633,7 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
          kernels: bool = False, progress: bool = False, bias_check="auto", keep_law_at=(), exclude=None,
          init: str = "random", spectral_T=None, spectral_steps: int = 100, spectral_eta: float = 1.0,
          spectral_m0: float = 1e-2, horizon: Optional[int] = None, hard_process: bool = True,
-         fine_lags="auto", d: Optional[int] = None, mirror: bool = False) -> DMFTResult:
+         fine_lags="auto", d: Optional[int] = None, mirror: bool = False, stop_overlap=None) -> DMFTResult:
     """Solve the discrete-time DMFT (docs/theory.md §3) and the hard-direction process (docs/theory.md §3.2).
 
     The d -> infinity limit of full-batch GD for t = O(1) steps: the sample side r^t = M_t^T z + w^t +
@@ -734,6 +736,12 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         overlap grows without the O(1/sqrt(paths)) noise floor that independent paths give it (the median start of
         :func:`theorykit.thresholds.finite_d_midpoint` uses it).  Needs a deterministic latent rule whose node set
         the reflection maps to itself (one-line error otherwise).
+    stop_overlap : (e, level, hold), optional
+        A replica stops once cos^2 between the latent unit vector e (k numbers) and the top left singular vector of
+        its Theta -- (v^T M_t^T e)^2 / lam, (lam, v) the top eigenpair of M_t^T M_t + C_theta(t, t) -- has been at
+        least ``level`` for ``hold`` consecutive steps: the capture runs' shortcut (a captured run's later steps
+        are not needed).  The solve then has fewer than T + 1 time points (the shortest replica's), status "ok",
+        and ``settings["stopped_at"]`` lists each replica's last step (None where it ran to T).
 
     Returns
     -------
@@ -772,7 +780,8 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
                             processes=processes, kernels=kernels, progress=progress, bias_check=bias_check,
                             keep_law_at=keep_law_at, exclude=exclude, init=init, spectral_T=spectral_T,
                             spectral_steps=spectral_steps, spectral_eta=spectral_eta, spectral_m0=spectral_m0,
-                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags, d=d, mirror=mirror)
+                            horizon=horizon, hard_process=hard_process, fine_lags=fine_lags, d=d, mirror=mirror,
+                            stop_overlap=stop_overlap)
     return _solve(given, numerics, t0)
 
 

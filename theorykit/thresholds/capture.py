@@ -213,11 +213,14 @@ def capture_threshold(activation, link=None, loss="square", width: int = 1, *, d
 LADDER_LO, LADDER_HI, LADDER_POINTS = 1e-4, 0.5, 14
 #: capture_curve(search="bracket"): the factor of each step in m0 while the bracket of m*(T) is sought
 BRACKET_FACTOR = 4.0
+#: (level, steps): a bracket-search run stops once cos^2 >= level has held that many steps on a replica (kept when
+#: every replica has cos^2 >= 1/2 by then)
+CAPTURE_STOP = (0.9, 3)
 
 
 def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0, on_solve=None,
                   search: str = "ladder", guess: Optional[float] = None, step: float = BRACKET_FACTOR,
-                  **dmft_options) -> CaptureCurve:
+                  stop_captured: bool = True, **dmft_options) -> CaptureCurve:
     """m*(t) for every t <= T, the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2 on
     the first hard direction) by time t (docs/theory.md §5, "The dynamical criterion"), from one DMFT run per rung
     of a ladder of initial overlaps m0 (each to T, M0 = m0 e u^T; ``m0s``, default LADDER_POINTS geometric values in
@@ -243,7 +246,9 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     than a factor BRACKET_FACTOR^(1/2^refine), at most ``refine`` times -- so a close guess with step = that factor
     needs two runs, and the default reaches the same resolution as ``refine`` bisections of a factor-BRACKET_FACTOR
     bracket.  m*(t) for t < T then rests on those rungs alone (coarser than the ladder's); the finite-d prediction
-    at width >= 3 reads t = T."""
+    at width >= 3 reads t = T.  With ``stop_captured`` (default) a bracket run stops at the first replica whose
+    cos^2 has been at least CAPTURE_STOP[0] for CAPTURE_STOP[1] steps, if every replica's cos^2 is then >= 1/2 (a
+    captured run's cos^2 rises on: the later cos^2 is taken as the last one); otherwise it is run again to T."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -282,20 +287,31 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     refine = check_int("refine", refine, 0, 20)
     # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
     opts = {"bias_check": False, "hard_process": False, **dmft_options}
+    # the bracket search reads cos^2(T) only: a run stops once captured (CAPTURE_STOP)
+    stop: dict[str, Any] = ({"stop_overlap": (e.tolist(), *CAPTURE_STOP)} if search == "bracket" and stop_captured
+                            else {})
     runs: dict[float, tuple] = {}  # m0 -> (cos^2 (T+1,), each replica's own cos^2 (R, T+1))
 
     def run(m0: float) -> None:
-        r = dmft(problem.replace(steps=T, M0=(m0 * np.outer(e, u)).tolist()), **opts)
+        pr = problem.replace(steps=T, M0=(m0 * np.outer(e, u)).tolist())
+        r = dmft(pr, **opts, **stop)
         S = len(r.test_loss)
+        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]  # (R, S)
+        if r.status == "ok" and S <= T and not np.all(c_rep[:, -1] >= 0.5):
+            r = dmft(pr, **opts)  # a replica stopped early, another had not captured by then: the whole run
+            S = len(r.test_loss)
+            c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]
         c = np.full(T + 1, np.nan)
         c[:S] = overlap_cos2(r.M, r.C_theta_tt, e)
         if r.status != "ok":
             # a diverged result has diverged_at; every solve has per_replica
             raise DivergenceError(f"the DMFT from m0 = {m0:g} stopped at step {S - 1} "
                                   f"({r.diverged_at['hint']})")  # type: ignore[index]
-        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]  # (R, S)
         rr = np.full((len(c_rep), T + 1), np.nan)
         rr[:, :S] = c_rep
+        if S <= T:  # stopped once captured (cos^2 >= CAPTURE_STOP[0] held): the later cos^2 taken as the last one
+            c[S:] = c[S - 1]
+            rr[:, S:] = rr[:, S - 1:S]
         runs[float(m0)] = (c, rr)
         if on_solve is not None:
             on_solve()
@@ -989,7 +1005,10 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
                  f"a ladder of {rungs} nonlinear DMFT runs from M0 = m0 e u^T (m0 in [{float(min(m0s)):g}, "
                  f"{float(max(m0s)):g}], geometric"
                  + (f", and {ladder_refine} bisection rung(s) at cos^2(T) = 1/2" if ladder_refine else "") + ")")
-              + f" to t = {H}, m*(t; u) by geometric interpolation of cos^2 = 1/2"
+              + f" to t = {H}"
+              + (f" (a run stops once cos^2 >= {CAPTURE_STOP[0]:g} has held {CAPTURE_STOP[1]} steps on a replica "
+                 "and is >= 1/2 on all: captured)" if wide else "")
+              + ", m*(t; u) by geometric interpolation of cos^2 = 1/2"
               + ("; the capture strength 1/m* between the anchor rays on the sphere: a quadratic gauge "
                  "sqrt(u^T G u) fitted to them (where they determine one) plus the rest interpolated piecewise "
                  "linearly on the cones of the hull of their orbit images (inverse-distance weights where the hull "
