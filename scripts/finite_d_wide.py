@@ -37,7 +37,7 @@ PR = ("phase-retrieval", "square")
 #: name, activation, eta, width, horizon, the prediction's delta grid, GD's deltas, root-finding steps per d after the
 #: grid (each a new delta with its ladders; 0: P on the grid, compared with GD's success fractions at the same deltas),
 #: (link, loss)
-CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
+CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [8.0, 10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
          ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1, PR),
          ("gelu-m8", "gelu", 1.0, 8, 200, [9.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
          ("bounded-m4", "gelu", 1.0, 4, 200, [9.0, 13.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1,
