@@ -404,8 +404,8 @@ def _separable_terms(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Optional[
     return out
 
 
-def _one_variable_sum(f: sp.Expr, v: sp.Symbol, nodes: np.ndarray, weights: np.ndarray) -> float:
-    g = sp.lambdify([v], f, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+def _one_variable_sum(g, nodes: np.ndarray, weights: np.ndarray) -> float:
+    """sum_i w_i g(x_i) for a lambdified one-variable g (a constant broadcast)."""
     with np.errstate(all="ignore"):
         return float(np.sum(weights * np.broadcast_to(np.asarray(g(nodes), dtype=float), nodes.shape)))
 
@@ -417,16 +417,19 @@ def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60
     the product of one-variable sums on the same nodes, computed as such."""
     D = len(variables)
     sep = _separable_terms(expr, variables)
+    if sep is not None:  # each factor lambdified once, for both rules
+        sep = [(coef, [sp.lambdify([v], f, modules=[fn.NUMPY_MODULE, "scipy", "numpy"]) for v, f in parts.items()])
+               for coef, parts in sep]
     vals = []
     for o in (order, 2 * order):
         if sep is not None:
             t = gauss_hermite(o, 1)
             x, w = t.nodes[:, 0], t.weights
             total = 0.0
-            for coef, parts in sep:
+            for coef, funcs in sep:
                 prod = float(coef)
-                for v, f in parts.items():
-                    prod *= _one_variable_sum(f, v, x, w)
+                for g in funcs:
+                    prod *= _one_variable_sum(g, x, w)
                 total += prod
             vals.append(total)
             continue

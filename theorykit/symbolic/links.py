@@ -456,6 +456,20 @@ def delta_alg_sphere(link: Link) -> Optional[DeltaAlg]:
     return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)), how)
 
 
+def _mesh_response(link: Link, allow_jumps: bool):
+    """y as a function of points (N, k [+ 1]) -- the k latent coordinates, then eps for a noisy link -- for the mesh
+    rules (triangles, slices); None for a link with a jump (sign, Heaviside, floor, ceiling, frac, a Piecewise) unless
+    ``allow_jumps``: the interpolant would smear it over one cell."""
+    if not allow_jumps and link.expr.has(sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac, sp.Piecewise):
+        return None
+    k = link.k
+
+    def response(p):
+        return link.response(p[:, :k], p[:, k] if link.noisy else None)
+
+    return response
+
+
 def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tuple] = None) -> Optional[DeltaAlg]:
     """Two Gaussian variables (k = 2 noiseless, k = 1 with eps), y continuous in them: the operator from the exact
     law of y's piecewise-linear interpolant on a triangulated mesh (:mod:`theorykit.symbolic.simplex`), its error
@@ -465,14 +479,11 @@ def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tupl
     comparison.  ``rule``: (cells per axis, levels) of the fine mesh (default theorykit.symbolic.simplex.RULE)."""
     from .simplex import simplex_operator
 
-    k, n = link.k, len(link.variables)
-    if not allow_jumps and link.expr.has(sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac, sp.Piecewise):
+    response = _mesh_response(link, allow_jumps)
+    if response is None:
         return None
-
-    def response(p):
-        return link.response(p[:, :k], p[:, k] if link.noisy else None)
-
-    got = simplex_operator(response, n, k, rule)
+    k = link.k
+    got = simplex_operator(response, len(link.variables), k, rule)
     if got is None:
         return None
     coarse, fine, how = got
@@ -489,15 +500,11 @@ def delta_alg_slices(link: Link, allow_jumps: bool = False, rule: Optional[tuple
     cells per axis, bins) of the fine rule (default theorykit.symbolic.slices.RULE)."""
     from .slices import slice_operator
 
-    k, n = link.k, len(link.variables)
-    if n != 3 or (not allow_jumps and link.expr.has(sp.sign, sp.Heaviside, sp.floor, sp.ceiling, sp.frac,
-                                                     sp.Piecewise)):
+    response = _mesh_response(link, allow_jumps)
+    if response is None:
         return None
-
-    def response(p):
-        return link.response(p[:, :k], p[:, k] if link.noisy else None)
-
-    got = slice_operator(response, n, k, rule)
+    k = link.k
+    got = slice_operator(response, len(link.variables), k, rule)
     if got is None:
         return None
     fine, variants, how = got

@@ -34,7 +34,7 @@ from typing import Optional
 import numba
 import numpy as np
 
-from .simplex import REACH, TIE
+from .simplex import REACH, TIE, _G
 from .sphere import MAX_LEVELS
 
 #: (Gauss-Legendre nodes per panel in z_1, cells per axis of each slice, bins in y) of the fine rule; the coarse rule
@@ -290,14 +290,8 @@ def _binned(F: np.ndarray, total: np.ndarray, at: np.ndarray, k: int, step: int)
         Fe = np.concatenate([np.zeros((1, F.shape[1])), F[st - 1::st], total[None, :]])
         cont = np.concatenate([np.diff(Fe, axis=0), at])
         keep = cont[:, 0] > 0
-        pb, sums = cont[keep, 0], cont[keep, 1:]
-        G = np.zeros((len(pb), k, k))
-        col = 0
-        for i in range(k):
-            for j in range(i, k):
-                G[:, i, j] = G[:, j, i] = sums[:, col] / pb
-                col += 1
-        G -= np.eye(k)
+        pb = cont[keep, 0]
+        G = _G(cont[keep, 1:], pb, k)
         ops.append(np.einsum("b,bij,bkl->ikjl", pb, G, G).reshape(k * k, k * k))
     return (8 * ops[0] - 6 * ops[1] + ops[2]) / 3
 
