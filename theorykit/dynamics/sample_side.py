@@ -228,15 +228,22 @@ def _hard_by_kernels(Ru_h, Cu_h, S: int, T: int, m: int, Sigma0, etas, delta, ri
                "P_half": P_half, "Sigma0_half": B, "tangent_check": None}
 
 
-def _overlap_cos2(M: np.ndarray, C: np.ndarray, e) -> float:
-    """cos^2 between the latent direction e and the top left singular vector of Theta, from M (k, m) and
-    C_theta(t, t) (m, m): (v^T M^T e)^2 / lam with (lam, v) the top eigenpair of M^T M + C_theta."""
-    Me = M.T @ np.asarray(e, dtype=float)
-    G = M.T @ M + C
-    if not np.all(np.isfinite(G)):
-        return 0.0
-    lam, vec = np.linalg.eigh(0.5 * (G + G.T))
-    return float((vec[:, -1] @ Me) ** 2 / lam[-1]) if lam[-1] > 0 else 0.0
+def overlap_cos2(M, C_theta_tt, e):
+    """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,
+    theorykit/referee/gd.py): Theta^T e = M^T e and Theta^T Theta = M^T M + C_theta, so cos^2 = (v^T M^T e)^2 / lam
+    with (lam, v) the top eigenpair of the Gram.  M (..., k, m), C_theta_tt (..., m, m) -> (...).  Width 1:
+    M_e^2 / (|M|^2 + C_theta)."""
+    M = np.asarray(M, dtype=float)
+    Me = np.einsum("...km,k->...m", M, np.asarray(e, dtype=float))
+    G = np.einsum("...ka,...kb->...ab", M, M) + np.asarray(C_theta_tt, dtype=float)
+    if G.shape[-1] == 1:
+        return Me[..., 0] ** 2 / G[..., 0, 0]
+    bad = ~np.isfinite(G).all(axis=(-2, -1))
+    lam, vec = np.linalg.eigh(np.where(bad[..., None, None], 0.0, 0.5 * (G + np.swapaxes(G, -1, -2))))
+    proj = np.einsum("...m,...m->...", vec[..., :, -1], Me)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = proj ** 2 / lam[..., -1]
+    return np.where(bad, np.nan, out)
 
 
 def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args, jitter, seed, sampler="sobol",
@@ -513,7 +520,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         if progress is not None:
             progress(t)
         if stop_overlap is not None and t < T:
-            held = held + 1 if _overlap_cos2(M[t], par.C[t, t], stop_overlap[0]) >= stop_overlap[1] else 0
+            held = held + 1 if overlap_cos2(M[t], par.C[t, t], stop_overlap[0]) >= stop_overlap[1] else 0
             if held >= stop_overlap[2]:
                 stopped_at = t
                 break

@@ -136,7 +136,7 @@ def _levels(L: int) -> np.ndarray:
     return u[(u > 1e-13) & (u < 1 - 1e-13)]
 
 
-def _G(feat: np.ndarray, P: np.ndarray, k: int) -> np.ndarray:
+def second_moments_minus_identity(feat: np.ndarray, P: np.ndarray, k: int) -> np.ndarray:
     """G = E[zz^T | .] - I (N, k, k) from the feature sums (upper triangle, row by row) and the masses."""
     G = np.zeros((len(P), k, k))
     col = 0
@@ -162,7 +162,7 @@ def _operator(response, n: int, k: int, cells: int, levels: int, reach: float) -
         _, inv = np.unique(key, return_inverse=True)
         Pa = np.bincount(inv, weights=m[flat])
         Fa = np.stack([np.bincount(inv, weights=Fe[flat, q]) for q in range(Fe.shape[1])], axis=1)
-        Ga = _G(Fa, Pa, k)
+        Ga = second_moments_minus_identity(Fa, Pa, k)
         op += np.einsum("g,gij,gkl->ikjl", Pa, Ga, Ga).reshape(k * k, k * k)
         V, m, Fe, scale = V[~flat], m[~flat], Fe[~flat], scale[~flat]
     if len(m) == 0:
@@ -177,7 +177,7 @@ def _operator(response, n: int, k: int, cells: int, levels: int, reach: float) -
     cdf, dens, feat = _law(V, m, Fe, y)
     ok = dens > 0
     y, u, dens, feat = y[ok], cdf[ok], dens[ok], feat[ok]
-    G = _G(feat, dens, k)
+    G = second_moments_minus_identity(feat, dens, k)
     gg = np.einsum("lij,lkm->likjm", G, G).reshape(len(y), k * k, k * k)
     du = np.diff(u)
     op += np.einsum("l,lab->ab", du, (gg[1:] + gg[:-1]) / 2) + u[0] * gg[0] + (cont - u[-1]) * gg[-1]

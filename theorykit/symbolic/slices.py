@@ -34,7 +34,7 @@ from typing import Optional
 import numba
 import numpy as np
 
-from .simplex import REACH, TIE, _G
+from .simplex import REACH, TIE, second_moments_minus_identity
 from .sphere import MAX_LEVELS
 
 #: (Gauss-Legendre nodes per panel in z_1, cells per axis of each slice, bins in y) of the fine rule; the coarse rule
@@ -291,7 +291,7 @@ def _binned(F: np.ndarray, total: np.ndarray, at: np.ndarray, k: int, step: int)
         cont = np.concatenate([np.diff(Fe, axis=0), at])
         keep = cont[:, 0] > 0
         pb = cont[keep, 0]
-        G = _G(cont[keep, 1:], pb, k)
+        G = second_moments_minus_identity(cont[keep, 1:], pb, k)
         ops.append(np.einsum("b,bij,bkl->ikjl", pb, G, G).reshape(k * k, k * k))
     return (8 * ops[0] - 6 * ops[1] + ops[2]) / 3
 

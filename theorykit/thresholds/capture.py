@@ -31,6 +31,7 @@ from .. import defaults
 from .._checks import Progress, check_deltas, check_int
 from ..dynamics import dmft
 from ..dynamics.hard_process import hard_subspace_basis
+from ..dynamics.sample_side import overlap_cos2  # noqa: F401  (re-exported: the capture criterion)
 from ..dynamics.solver import HARD_RELIABLE_RSE
 from ..errors import DivergenceError, TheorykitError
 from ..rules import crossing, crossing_index, first_passage, interpolation_error, secant_root
@@ -107,24 +108,6 @@ class GrowthRate:
     def as_dict(self) -> dict:
         return {"value": self.value, "stderr": self.stderr, "t_range": list(self.t_range), "points": self.points,
                 "fit_stderr": self.fit_stderr, "per_replica": list(self.per_replica), "how": self.how}
-
-
-def overlap_cos2(M, C_theta_tt, e):
-    """cos^2 between the hard direction e and the top left singular vector of Theta (what GD's success counts,
-    theorykit/referee/gd.py): Theta^T e = M^T e and Theta^T Theta = M^T M + C_theta, so cos^2 = (v^T M^T e)^2 / lam
-    with (lam, v) the top eigenpair of the Gram.  M (..., k, m), C_theta_tt (..., m, m) -> (...).  Width 1:
-    M_e^2 / (|M|^2 + C_theta)."""
-    M = np.asarray(M, dtype=float)
-    Me = np.einsum("...km,k->...m", M, e)
-    G = np.einsum("...ka,...kb->...ab", M, M) + np.asarray(C_theta_tt, dtype=float)
-    if G.shape[-1] == 1:
-        return Me[..., 0] ** 2 / G[..., 0, 0]
-    bad = ~np.isfinite(G).all(axis=(-2, -1))
-    lam, vec = np.linalg.eigh(np.where(bad[..., None, None], 0.0, 0.5 * (G + np.swapaxes(G, -1, -2))))
-    proj = np.einsum("...m,...m->...", vec[..., :, -1], Me)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = proj ** 2 / lam[..., -1]
-    return np.where(bad, np.nan, out)
 
 
 def capture_threshold(activation, link=None, loss="square", width: int = 1, *, delta: Optional[float] = None,
