@@ -41,6 +41,21 @@ def test_a_non_homogeneous_link_with_a_known_value():
     assert abs(da.value - ref.value) <= da.error
 
 
+@pytest.mark.parametrize("spec,route", [
+    ("sign(z3)*z1*z2 + z3**2", "sphere"),  # a jump across z3 = 0: z3 is sliced (the variables permuted)
+    ("sign(z1**2 - 1)*z1*z2 + 0.3*eps", 0.3),  # jumps at z1 = -1 and 1: panel edges there
+])
+def test_jumps_across_one_variable_are_sliced_along_it(spec, route):
+    """A link whose jumps all lie across one variable is sliced along that variable with panel edges where it
+    jumps, so no triangle straddles a jump: it agrees with the other routes within the stated error."""
+    lk = make_link(spec)
+    da = delta_alg_slices(lk)
+    ref = delta_alg_sphere(lk) if route == "sphere" else delta_alg_additive(lk, route)
+    assert da is not None and "panels cut where y jumps" in da.method
+    assert abs(da.value - ref.value) <= da.error + ref.error, (da.value, ref.value, da.error)
+    assert da.error <= 0.01 * ref.value
+
+
 def test_degenerate_slices_are_found():
     """The slices where y is constant: cos(z1) z2 z3 at z1 = pi/2 + j pi (those with |z1| <= 6), z1 z2 z3 at 0,
     relu(z1) z2 z3 at the end of the interval z1 <= 0; none for z1 z2 + z3^2."""
@@ -71,6 +86,6 @@ def test_three_variable_links_no_longer_use_monte_carlo():
         assert da.method.startswith("deterministic") and np.isfinite(da.value) and da.error < 0.01 * da.value
         mc = delta_alg_monte_carlo(make_link(spec), n=500_000, replicas=8)
         assert abs(da.value - mc.value) <= da.error + mc.error, (spec, da.value, mc.value)
-    assert delta_alg_slices(make_link("sign(z1 - 0.5)*z2*z3")) is None  # a jump: smeared over one cell
+    assert delta_alg_slices(make_link("sign(z1*z2 - 0.5)*z3")) is None  # a jump across a curve: smeared
     assert delta_alg_slices(make_link("z1*z2*z3*z4")) is None  # four variables
     assert delta_alg_simplex(make_link("z1*z2 + 0.5*eps")) is None  # three variables are the slices' job

@@ -470,6 +470,33 @@ def _mesh_response(link: Link, allow_jumps: bool):
     return response
 
 
+def _jumps_in_one_variable(link: Link) -> Optional[tuple]:
+    """(index, values) when every jump of y (sign, Heaviside) has an argument depending on one and the same variable
+    (latent or eps): its index in link.variables and the values in [-8.5, 8.5] where an argument changes sign (a grid
+    of step 0.001, refined by Brent); None otherwise (jumps across a curve of several variables, floor, Piecewise)."""
+    from scipy.optimize import brentq
+
+    if link.expr.has(sp.floor, sp.ceiling, sp.frac, sp.Piecewise):
+        return None
+    args = [f.args[0] for f in link.expr.atoms(sp.sign, sp.Heaviside)]
+    own = set().union(*(a.free_symbols & set(link.variables) for a in args)) if args else set()
+    if len(own) != 1:
+        return None
+    (v,) = own
+    xs = np.linspace(-8.5, 8.5, 17001)
+    roots: set = set()
+    for a in args:
+        g = sp.lambdify([v], a, modules="numpy")
+        with np.errstate(all="ignore"):
+            vals = np.broadcast_to(np.asarray(g(xs), dtype=float), xs.shape)
+        if not np.all(np.isfinite(vals)):
+            return None
+        roots.update(float(x) for x in xs[vals == 0])
+        for i in np.flatnonzero(vals[:-1] * vals[1:] < 0):
+            roots.add(float(brentq(lambda x: float(g(x)), xs[i], xs[i + 1], xtol=1e-14)))
+    return list(link.variables).index(v), tuple(sorted(roots))
+
+
 def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tuple] = None) -> Optional[DeltaAlg]:
     """Two Gaussian variables (k = 2 noiseless, k = 1 with eps), y continuous in them: the operator from the exact
     law of y's piecewise-linear interpolant on a triangulated mesh (:mod:`theorykit.symbolic.simplex`), its error
@@ -492,19 +519,27 @@ def delta_alg_simplex(link: Link, allow_jumps: bool = False, rule: Optional[tupl
 
 
 def delta_alg_slices(link: Link, allow_jumps: bool = False, rule: Optional[tuple] = None) -> Optional[DeltaAlg]:
-    """Three Gaussian variables (k = 3 noiseless, k = 2 with eps), y continuous in them: the operator from
-    Gauss-Legendre slices in the first variable, graded toward the slices where y is constant, and in each slice the
-    exact law of y's piecewise-linear interpolant (:mod:`theorykit.symbolic.slices`); its error twice the sum of
-    the changes with half the nodes per panel, half the cells, half the bins.  Atoms of y are counted apart.  None
-    for other links, and for jumps (as :func:`delta_alg_simplex`).  ``rule``: (Gauss-Legendre nodes per panel,
-    cells per axis, bins) of the fine rule (default theorykit.symbolic.slices.RULE)."""
+    """Three Gaussian variables (k = 3 noiseless, k = 2 with eps): the operator from Gauss-Legendre slices in one
+    variable (the first, or the one every jump of y lies across), graded toward the slices where y is constant, and in
+    each slice the exact law of y's piecewise-linear interpolant (:mod:`theorykit.symbolic.slices`); its error twice
+    the sum of the changes with half the nodes per panel, half the cells, half the bins.  Atoms of y are counted
+    apart.  Jumps whose arguments all depend on one variable get panel edges where they jump, so no triangle
+    straddles one; other jumps are declined (as :func:`delta_alg_simplex`) unless ``allow_jumps``.  None for other
+    links.  ``rule``: (Gauss-Legendre nodes per panel, cells per axis, bins) of the fine rule (default
+    theorykit.symbolic.slices.RULE)."""
     from .slices import slice_operator
 
-    response = _mesh_response(link, allow_jumps)
-    if response is None:
+    if len(link.variables) != 3:
         return None
+    outer, breaks = 0, ()
+    if _mesh_response(link, False) is None:  # jumps: exact when they all lie across one variable, sliced along it
+        jumps = _jumps_in_one_variable(link)
+        if jumps is None and not allow_jumps:
+            return None
+        outer, breaks = jumps or (0, ())
+    response = _mesh_response(link, True)
     k = link.k
-    got = slice_operator(response, len(link.variables), k, rule)
+    got = slice_operator(response, len(link.variables), k, rule, outer=outer, breaks=breaks)
     if got is None:
         return None
     fine, variants, how = got

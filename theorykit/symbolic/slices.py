@@ -69,13 +69,15 @@ _KUHN2 = ((1, 0, 2 / 3, 1 / 3), (0, 1, 1 / 3, 2 / 3))
 
 
 @numba.njit(cache=True)
-def _slice_kernel(H, lo, h, a, k, edges, tie, min_mass, atoms, out, atom_out):  # pragma: no cover - compiled
+def _slice_kernel(H, lo, h, a, lat, edges, tie, min_mass, atoms, out, atom_out):  # pragma: no cover - compiled
     """One slice z_1 = a, the mesh's nodes lo + h i: for each triangle (two per cell) with centroid (c_2, c_3),
-    mass m = exp(-(c_2^2 + c_3^2) / 2) (above min_mass) and features f = z_i z_j (i <= j < k over (a, c_2, c_3)):
+    mass m = exp(-(c_2^2 + c_3^2) / 2) (above min_mass) and features f = z_i z_j (i <= j < k, z_i the slice
+    coordinate lat[i] of (a, c_2, c_3)):
     a flat triangle (vertex values within tie * (1 + |v|)) at a value of ``atoms`` (sorted) adds m [1, f] to that
     atom's row of atom_out; any other adds m [1, f] P(h-hat <= y_e) to out[e] at each sorted edge y_e (the tent law
     of the linear interpolant, vertex values made strictly increasing by tie * (1 + |v|)) and m [1, f] to out[E]
     (the continuous part's totals)."""
+    k = lat.shape[0]
     n = H.shape[0] - 1
     E = edges.shape[0]
     Q = out.shape[1]
@@ -99,7 +101,7 @@ def _slice_kernel(H, lo, h, a, k, edges, tie, min_mass, atoms, out, atom_out):  
                 q = 1
                 for u in range(k):
                     for v in range(u, k):
-                        w[q] = m * z[u] * z[v]
+                        w[q] = m * z[lat[u]] * z[lat[v]]
                         q += 1
                 v0, v1, v2 = H[i, j], H[i + o2, j + o3], H[i + 1, j + 1]
                 if v0 > v1:
@@ -204,11 +206,12 @@ def degenerate_slices(hfun, reach: float = OUTER_REACH) -> list:
     return out
 
 
-def outer_rule(points: list, order: int, reach: float = OUTER_REACH):
+def outer_rule(points: list, order: int, reach: float = OUTER_REACH, breaks=()):
     """Nodes and weights (summing to 1) for z_1 ~ N(0, 1): Gauss-Legendre of ``order`` nodes on panels of width
     OUTER_PANEL over [-reach, reach], each panel next to a point of ``points`` cut geometrically toward it (factors
-    OUTER_GRADING down to OUTER_TINY), the weights times the normal density."""
-    b = set(np.linspace(-reach, reach, int(round(2 * reach / OUTER_PANEL)) + 1).tolist())
+    OUTER_GRADING down to OUTER_TINY), and cut at each of ``breaks`` (where y jumps in z_1); the weights times the
+    normal density."""
+    b = set(np.linspace(-reach, reach, int(round(2 * reach / OUTER_PANEL)) + 1).tolist()) | set(map(float, breaks))
     for p in points:
         x = OUTER_TINY
         while x < OUTER_PANEL:
@@ -254,11 +257,13 @@ def _edges(hfun, xs, ws, cells: int, bins: int, reach: float, atoms: np.ndarray)
     return np.maximum.accumulate(e + 1e-13 * (1 + np.abs(e)) * np.arange(len(e)) / len(e))
 
 
-def _cumulants(hfun, k: int, xs, ws, cells: int, edges: np.ndarray, reach: float,
+def _cumulants(hfun, lat: np.ndarray, xs, ws, cells: int, edges: np.ndarray, reach: float,
                atoms: np.ndarray) -> Optional[tuple]:
     """(F (E, 1 + P), totals (1 + P,), atoms' sums (A, 1 + P)): F_f(y_e) = E[f 1{h-hat <= y_e}] over the continuous
     part at the edges, its totals, and E[f 1{y = atom}], for f = 1 and the features z_i z_j (i <= j < k), over the
-    slices z_1 = xs (weights ws) in ``cells`` per axis; None when h is not finite at a node."""
+    slices z_1 = xs (weights ws) in ``cells`` per axis, the k latent coordinates at the slice coordinates ``lat``;
+    None when h is not finite at a node."""
+    k = len(lat)
     P = k * (k + 1) // 2
     F = np.zeros((len(edges), 1 + P))
     total = np.zeros(1 + P)
@@ -272,7 +277,7 @@ def _cumulants(hfun, k: int, xs, ws, cells: int, edges: np.ndarray, reach: float
             return None
         buf[:] = 0.0
         abuf[:] = 0.0
-        _slice_kernel(H, lo, h, float(a), k, edges, TIE, MIN_MASS, atoms, buf, abuf)
+        _slice_kernel(H, lo, h, float(a), lat, edges, TIE, MIN_MASS, atoms, buf, abuf)
         norm = w / (buf[-1, 0] + abuf[:, 0].sum())
         F += norm * buf[:-1]
         total += norm * buf[-1]
@@ -296,15 +301,28 @@ def _binned(F: np.ndarray, total: np.ndarray, at: np.ndarray, k: int, step: int)
     return (8 * ops[0] - 6 * ops[1] + ops[2]) / 3
 
 
-def slice_operator(response, n: int, k: int, rule: Optional[tuple] = None) -> Optional[tuple]:
+def slice_operator(response, n: int, k: int, rule: Optional[tuple] = None, outer: int = 0,
+                   breaks=()) -> Optional[tuple]:
     """(operator, [the operators of the three rules coarser in one respect], description): E_y[G (x) G]
     (k^2 x k^2) for y = response(points), points (N, 3) with the k latent coordinates first, on the fine rule and on
     the rules with half the Gauss-Legendre nodes per panel, half the cells, half the bins; None when the rule does
     not apply (n not 3, h not finite at a node, or finitely many values of y).  rule: (Gauss-Legendre nodes
     per panel in z_1, cells per axis, bins) of the fine rule (default :data:`RULE`).  Atoms: the values y takes on
-    more than ATOM_FRACTION of a seeded sample (a flat region of h), each counted apart from the bins."""
-    if n != 3:
+    more than ATOM_FRACTION of a seeded sample (a flat region of h), each counted apart from the bins.  ``outer``:
+    the variable sliced (default the first), ``breaks``: its values where y jumps (panel edges of its rule)."""
+    if n != 3 or outer not in (0, 1, 2):
         return None
+    rest = [i for i in range(3) if i != outer]
+    order_in = [outer] + rest  # slice coordinate j is the variable order_in[j]
+    lat = np.array([order_in.index(i) for i in range(k)], dtype=np.int64)
+    if outer:
+        inner = response
+
+        def response(p):
+            q = np.empty_like(p)
+            q[:, order_in] = p
+            return inner(q)
+
     rng = np.random.default_rng(11)
     with np.errstate(all="ignore"):
         sample = np.asarray(response(rng.standard_normal((8192, n))), dtype=float)
@@ -316,20 +334,22 @@ def slice_operator(response, n: int, k: int, rule: Optional[tuple] = None) -> Op
     atoms = np.sort(vals[counts > ATOM_FRACTION * len(sample)]).astype(float)
     order, cells, bins = rule or RULE
     points = degenerate_slices(response)
-    xs, ws = outer_rule(points, order)
+    xs, ws = outer_rule(points, order, breaks=breaks)
     edges = _edges(response, xs, ws, max(cells // 4, 16), bins, REACH, atoms)
     if edges is None:
         return None
-    got = [_cumulants(response, k, xs, ws, cells, edges, REACH, atoms),
-           _cumulants(response, k, *outer_rule(points, max(order // 2, 1)), cells, edges, REACH, atoms),
-           _cumulants(response, k, xs, ws, cells // 2, edges, REACH, atoms)]
+    got = [_cumulants(response, lat, xs, ws, cells, edges, REACH, atoms),
+           _cumulants(response, lat, *outer_rule(points, max(order // 2, 1), breaks=breaks), cells, edges, REACH,
+                      atoms),
+           _cumulants(response, lat, xs, ws, cells // 2, edges, REACH, atoms)]
     if any(g is None for g in got):
         return None
     fine = _binned(*got[0], k, 1)
     variants = [_binned(*got[1], k, 1), _binned(*got[2], k, 1), _binned(*got[0], k, 2)]
-    where = ("; graded geometrically toward the slices where y is constant, z_1 = "
+    where = ("; graded geometrically toward the slices where y is constant, at "
              + ", ".join(f"{p:.6g}" for p in points) if points else "")
-    how = (f"deterministic: in the first variable Gauss-Legendre ({order} nodes per panel of width {OUTER_PANEL:g} "
+    where += ("; panels cut where y jumps, at " + ", ".join(f"{p:.6g}" for p in breaks) if len(breaks) else "")
+    how = (f"deterministic: in variable {outer + 1} Gauss-Legendre ({order} nodes per panel of width {OUTER_PANEL:g} "
            f"on [-{OUTER_REACH:g}, {OUTER_REACH:g}]{where}); in each slice the exact law of the piecewise-linear "
            f"interpolant of y on {cells} cells per axis of [-{REACH:g}, {REACH:g}]^2 (2 triangles per cell); "
            f"E_y[G (x) G] from {bins} quantile bins of y, extrapolated from a half and a quarter of them (Richardson "
