@@ -37,8 +37,8 @@ import numpy as np
 from .simplex import REACH, TIE, second_moments_minus_identity
 from .sphere import MAX_LEVELS
 
-#: (Gauss-Legendre nodes per panel in z_1, cells per axis of each slice, bins in y) of the fine rule; the coarse rule
-#: halves all three
+#: (Gauss-Legendre nodes per panel in z_1, cells per axis of each slice, bins in y) of the fine rule; the error comes
+#: from three rules that each halve one of them
 RULE = (6, 160, 1000)
 #: z_1's rule: panels of width OUTER_PANEL on [-OUTER_REACH, OUTER_REACH] (the normal mass outside is 1e-17), cut next
 #: to a degenerate slice at distances OUTER_TINY * OUTER_GRADING^j
@@ -48,7 +48,7 @@ OUTER_GRADED_REACH = 6.0
 #: Gauss-Hermite nodes per axis of the slices' spread (:func:`degenerate_slices`), and the relative spread below
 #: which a slice is constant
 SPREAD_NODES, DEGENERATE_RELATIVE = 20, 1e-9
-#: a triangle (or a slice) of relative Gaussian mass below this is dropped
+#: a triangle of relative Gaussian mass below this is dropped
 MIN_MASS = 1e-15
 #: a value of y taken by more than this fraction of a sample is an atom (a flat region of h, counted apart)
 ATOM_FRACTION = 1e-3
@@ -65,7 +65,7 @@ def _slice_values(hfun, a: float, cells: int, reach: float) -> Optional[np.ndarr
 
 
 #: the two triangles of a cell (Kuhn's rule): the middle vertex's offset and the centroid's offset, in cells
-_KUHN2 = ((1, 0, 2 / 3, 1 / 3), (0, 1, 1 / 3, 2 / 3))
+_KUHN2 = ((1.0, 0.0, 2 / 3, 1 / 3), (0.0, 1.0, 1 / 3, 2 / 3))
 
 
 @numba.njit(cache=True)
@@ -86,8 +86,8 @@ def _slice_kernel(H, lo, h, a, lat, edges, tie, min_mass, atoms, out, atom_out):
     w = np.zeros(Q)
     z[0] = a
     for t in range(2):
-        o2, o3 = (1, 0) if t == 0 else (0, 1)
-        p2, p3 = (2.0 / 3.0, 1.0 / 3.0) if t == 0 else (1.0 / 3.0, 2.0 / 3.0)
+        o2, o3 = int(_KUHN2[t][0]), int(_KUHN2[t][1])
+        p2, p3 = _KUHN2[t][2], _KUHN2[t][3]
         for i in range(n):
             c2 = lo + h * (i + p2)
             for j in range(n):
@@ -237,7 +237,8 @@ def _edges(hfun, xs, ws, cells: int, bins: int, reach: float, atoms: np.ndarray)
         H = _slice_values(hfun, float(a), cells, reach)
         if H is None:
             return None
-        for o2, o3, p2, p3 in _KUHN2:
+        for f2, f3, p2, p3 in _KUHN2:
+            o2, o3 = int(f2), int(f3)
             c2, c3 = g[:cells] + h * p2, g[:cells] + h * p3
             dens = (np.exp(-0.5 * c2 * c2)[:, None] * np.exp(-0.5 * c3 * c3)[None, :]).ravel()
             tri = np.stack([H[:-1, :-1], H[o2:cells + o2, o3:cells + o3], H[1:, 1:]], axis=-1).reshape(-1, 3)
