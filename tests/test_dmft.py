@@ -494,7 +494,7 @@ def test_beyond_reach_paths_go_at_the_one_sample_bound(monkeypatch):
     from theorykit.dynamics import sample_side
 
     kw = dict(activation="x + x**2/2", link="phase-retrieval", loss="square", eta=0.25, delta=8.437, steps=160,
-              paths=8192, replicas=4, seed=0, bias_check=False, mirror=True, d=400, processes=1)
+              paths=8192, replicas=4, seed=0, bias_check=False, mirror=True, d=400, processes=2)
     assert sample_side.unstable_bound(3375) == 2.0 and sample_side.unstable_bound(None) == 4.0
     r = dmft(**kw)
     assert r.status == "ok" and len(r.t) == 161 and 0 < r.settings["excluded_weight"] < 1e-6
