@@ -276,17 +276,18 @@ class _Prox:
         c = float(np.linalg.eigvalsh(C)[-1])
         cs = np.geomspace(min(c0, c) * 1e-3, c, LADDER) if c > 0 else np.array([])
         with np.errstate(all="ignore"):
+            at = self._eval(r)  # (loss, F, D) at r, carried from rung to rung (the network does not depend on C)
             iso = np.trace(C) / len(C) * np.eye(len(C))
             for j, ck in enumerate(cs):
                 s = float(ck) / c
                 # the rungs before the last only keep each path on its branch: a looser stop suffices there
-                r, Dk = self._descend(r, omega, s * ((1.0 - s) * iso + s * C),
-                                      tol=1e-9 if j == len(cs) - 1 else RUNG_TOL)
-                nonconvex |= _lam_min(Dk) < 0
+                r, at = self._descend(r, omega, s * ((1.0 - s) * iso + s * C),
+                                      tol=1e-9 if j == len(cs) - 1 else RUNG_TOL, at=at)
+                nonconvex |= _lam_min(at[2]) < 0
             if select == "global":
                 r = self._global(r, omega, C)
-            loss, F, D = self._eval(r)
-        return r, F, D, nonconvex
+                at = self._eval(r)
+        return r, at[1], at[2], nonconvex
 
     def _phi(self, r, omega, Ci, idx=None):
         dr = r - omega
@@ -311,38 +312,50 @@ class _Prox:
         better = pc < best_phi - 1e-12 * (1.0 + np.abs(best_phi))
         return np.where(better[:, None], cand, best[:, None])
 
-    def _descend(self, r, omega, C, iters: int = 100, tol: float = 1e-9):
+    def _descend(self, r, omega, C, iters: int = 100, tol: float = 1e-9, at: Optional[tuple] = None):
         """Safeguarded Newton on phi(r) = (r - omega)^T C^{-1} (r - omega) / 2 + l(y, f(r)) from r, path by path: a
         Newton step where phi's Hessian C^{-1} + D is positive definite, a gradient step C grad elsewhere, halved
         until phi does not increase.  A path is done when its Newton step is below tol (1 + |omega|) (max norms;
-        taken without a line search: quadratic convergence puts it at rounding) or when no halving decreases phi."""
+        taken without a line search: quadratic convergence puts it at rounding) or when no halving decreases phi.
+        ``at``: (loss, F, D) at r if known.  Returns the end points and (loss, F, D) there."""
+        from ._prox import step_arrays as newton_step_arrays  # numba: loaded on first use
+
         r = r.copy()
         Ci = np.linalg.inv(C)
         idx = np.arange(len(r))
-        loss, F, D = self._eval(r)
-        Dall = D.copy()
+        loss, F, D = self._eval(r) if at is None else at
         for _ in range(iters):
-            ri, oi = r[idx], omega[idx]
-            grad = (ri - oi) @ Ci + F
-            hess = Ci[None] + D
-            convex = _lam_min(hess) > 0
-            step = np.where(convex[:, None], _solve(np.where(convex[:, None, None], hess, np.eye(len(C))[None]), grad),
-                            grad @ C)
-            small = np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(oi), axis=1))
-            fin = small & convex
+            whole = len(idx) == len(r)
+            ri, oi = (r, omega) if whole else (r[idx], omega[idx])
+            if len(C) <= 2:  # the step, its safeguard and phi in one compiled pass over the paths
+                step, convex, small, phi = newton_step_arrays(ri, oi, loss, F, D, Ci, C, tol)
+            else:
+                grad = (ri - oi) @ Ci + F
+                hess = Ci[None] + D
+                convex = _lam_min(hess) > 0
+                step = np.where(convex[:, None], _solve(np.where(convex[:, None, None], hess,
+                                                                 np.eye(len(C))[None]), grad), grad @ C)
+                small = np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(oi), axis=1))
+                phi = _quad(ri - oi, Ci) + loss
+            fin = small & convex  # done (not live): r is written there only, and ri is read below only where live
             r[idx[fin]] = ri[fin] - step[fin]
             live = ~small
             if not np.any(live):
                 break
-            idx, ri, oi, step, loss = idx[live], ri[live], oi[live], step[live], loss[live]
-            dr = ri - oi
-            phi = _quad(dr, Ci) + loss
+            if not np.all(live):
+                idx, ri, oi, step, phi = idx[live], ri[live], oi[live], step[live], phi[live]
             t = np.ones(len(ri))
-            sub = np.arange(len(idx))
-            new_loss = np.empty(len(ri))
-            new_F = np.empty_like(ri)
-            new_D = np.empty((len(ri),) + D.shape[1:])
-            for _ in range(50):  # backtracking on the paths whose phi would increase
+            # the full step first, on every live path (no gathers); then backtracking on those whose phi would increase
+            rn = ri - step
+            new_loss, new_F, new_D = self._eval(rn, None if len(idx) == len(r) else idx)
+            ok = _quad(rn - oi, Ci) + new_loss <= phi + 1e-14 * np.abs(phi)
+            sub = np.flatnonzero(~ok)
+            if len(sub):  # written below (the network's outputs can be read-only broadcasts)
+                new_loss, new_F, new_D = np.array(new_loss), np.array(new_F), np.array(new_D)
+            for _ in range(49):
+                if not len(sub):
+                    break
+                t[sub] *= 0.5
                 rn = ri[sub] - t[sub, None] * step[sub]
                 ln, Fn, Dn = self._eval(rn, idx[sub])
                 dn = rn - oi[sub]
@@ -350,21 +363,19 @@ class _Prox:
                 good = sub[ok]
                 new_loss[good], new_F[good], new_D[good] = ln[ok], Fn[ok], Dn[ok]
                 sub = sub[~ok]
-                if not len(sub):
-                    break
-                t[sub] *= 0.5
             stuck = np.zeros(len(idx), bool)
             if len(sub):  # no decrease found: the path stays (it is at a minimum to rounding) and is done
                 stuck[sub] = True
                 t[sub] = 0.0
             r[idx] = ri - t[:, None] * step
-            keep = ~stuck
-            idx, loss, F, D = idx[keep], new_loss[keep], new_F[keep], new_D[keep]
-            Dall[idx] = D
+            if len(sub):
+                keep = ~stuck
+                idx, loss, F, D = idx[keep], new_loss[keep], new_F[keep], new_D[keep]
+            else:
+                loss, F, D = new_loss, new_F, new_D
             if not len(idx):
                 break
-        _, _, Dall = self._eval(r)
-        return r, Dall
+        return r, self._eval(r)
 
 
 def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuation"):
@@ -440,8 +451,11 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         chi = np.linalg.solve(L, (wF.T @ G).T).T
         chi = (chi + chi.T) / 2
         # D (I + C D)^{-1} = [(I + D C)^{-1} D]^T per path
-        chi_smooth = np.einsum("n,nji->ij", w, np.linalg.solve(eye[None] + np.einsum("nij,jk->nik", D, C), D)
-                               if m > 1 else D / (1.0 + C[0, 0] * D))
+        if m > 1:  # (I + D C)^{-1} D column by column (closed-form 2 x 2 solves)
+            A = eye[None] + np.einsum("nij,jk->nik", D, C)
+            chi_smooth = np.einsum("n,nji->ij", w, np.stack([_solve(A, D[:, :, j]) for j in range(m)], axis=2))
+        else:
+            chi_smooth = np.einsum("n,nji->ij", w, D / (1.0 + C[0, 0] * D))
         Eu2 = wF.T @ F
         Ezu = zE.T @ wF
         last.update(key=key, state=dict(C=C, Q=Q, L=L, mE=mE, omega=omega, r=r, F=F, D=D, chi=chi,

@@ -121,9 +121,12 @@ class Derivatives:
     def D(self) -> np.ndarray:
         """(N, m, m) per-sample Hessians in r."""
         g = self.grad_f
-        out = self.l2[:, None, None] * g[:, :, None] * g[:, None, :]
-        idx = np.arange(g.shape[1])
-        out[:, idx, idx] += self.curv
+        N, m = g.shape
+        out = np.empty((N, m, m))
+        lg = self.l2[:, None] * g  # entry (i, j) = (l2 g_i) g_j (+ curv_i on the diagonal), written column by column
+        for i in range(m):
+            for j in range(m):
+                out[:, i, j] = lg[:, i] * g[:, j] + self.curv[:, i] if i == j else lg[:, i] * g[:, j]
         return out
 
     def eigen_range(self) -> tuple:
