@@ -227,3 +227,26 @@ def test_delta_star_infinity_records_a_singular_delta_and_answers_from_the_rest(
     r = ts.delta_star_infinity(p, deltas=[6.0, 12.0, 24.0])
     assert r.error == "" and 6.0 <= r.value <= 12.0
     assert r.states[24.0].startswith("no-solution (singular system")
+
+
+def test_a_failed_hessian_inside_the_bracket_is_recorded_and_the_bracket_answers(monkeypatch):
+    """Found on centred phase retrieval at width 2 (d = 400): the Hessian theory failed at one delta of the secant's
+    refinement and delta*(infinity) stopped with that error after 8.5 min.  Now such a delta is recorded (as a delta
+    without a state is) and the root is read from the tightest bracket the finite values give."""
+    import theorykit.thresholds.stationary as ts
+
+    real, calls = ts.hessian_prediction, []
+
+    def flaky(law, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # the first delta inside the bracket [6, 12] (the grid's two come first)
+            raise TheorykitError("hessian: a synthetic failure")
+        return real(law, *args, **kwargs)
+
+    monkeypatch.setattr(ts, "hessian_prediction", flaky)
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", delta=8.0, eta=1.0, steps=1)
+    r = ts.delta_star_infinity(p, deltas=[6.0, 12.0])
+    failed = [dl for dl, why in r.states.items() if "no Hessian prediction (hessian: a synthetic failure)" in str(why)]
+    assert len(failed) == 1 and 6.0 < failed[0] < 12.0
+    assert r.separation_bracket == (6.0, 12.0) and 6.0 < r.separation < 12.0  # the bracket's interpolation
+    assert math.isfinite(r.value) and r.bracket[1] - r.bracket[0] < 0.1  # the other root refined as before

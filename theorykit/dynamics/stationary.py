@@ -66,6 +66,9 @@ RUNG_TOL = 1e-4
 C_MAX = 1e8
 #: the root search stops as a runaway after this many consecutive evaluations with C > C_MAX c_ref
 RUNAWAY_EVALS = 5
+#: an unconverged search that ended with C beyond this (relative to c_ref) is read as "init-dependent" (the integrated
+#: response runs to infinity); neither the fixed-point retry nor a restart from the default start is tried then
+C_INIT = 1e3
 #: a static law with more paths than this is handed to the Hessian theory with the latent nodes of equal y merged
 #: (:meth:`StationaryState.law_samples`; width 2: 10^5 - 10^6 paths otherwise)
 LAW_MERGE_ABOVE = 2 ** 17
@@ -481,15 +484,18 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         x0 = np.concatenate([_triu(math.log(c_ref) * eye), np.zeros(npar), np.zeros(kE * m)])
     v0 = np.linalg.lstsq(P, x0, rcond=None)[0]
     x0 = P @ v0  # the start projected on the symmetric states
-    log_cap = math.log(C_MAX * c_ref)
-    beyond = [0]  # consecutive evaluations with C past the cap
+    log_cap, log_init = math.log(C_MAX * c_ref), math.log(C_INIT * c_ref)
+    beyond = [0, 0]  # consecutive evaluations with C past the cap, and past C_INIT c_ref
 
     def guarded(v):
         x = P @ v
         # C runs away: no finite state, stop searching -- after RUNAWAY_EVALS evaluations in a row past the cap (the
-        # search's trial steps can leave and come back: sigma = x^2 on y = z^2 - 1 does)
-        beyond[0] = beyond[0] + 1 if np.linalg.eigvalsh(_sym(x[:npar], m))[-1] > log_cap else 0
-        if beyond[0] >= RUNAWAY_EVALS:
+        # search's trial steps can leave and come back: sigma = x^2 on y = z^2 - 1 does), or 4 RUNAWAY_EVALS in a row
+        # past C_INIT c_ref (below the interpolation threshold the search stalls there: no root to find)
+        top = np.linalg.eigvalsh(_sym(x[:npar], m))[-1]
+        beyond[0] = beyond[0] + 1 if top > log_cap else 0
+        beyond[1] = beyond[1] + 1 if top > log_init else 0
+        if beyond[0] >= RUNAWAY_EVALS or beyond[1] >= 4 * RUNAWAY_EVALS:
             raise _Runaway(x)
         return residual(x)[rows]
 
@@ -502,8 +508,8 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         x, runaway = stop.args[0], True
     res = residual(x)
     C, Q, _ = unpack(x)
-    if not runaway and (not (np.max(np.abs(res)) < 1e-7) or float(np.linalg.eigvalsh(C)[-1]) > C_MAX * c_ref
-                        or not np.all(np.isfinite(Q))):
+    cmax = float(np.linalg.eigvalsh(C)[-1])
+    if not runaway and cmax <= C_INIT * c_ref and (not (np.max(np.abs(res)) < 1e-7) or not np.all(np.isfinite(Q))):
         # retry by damped fixed-point iteration from the same start (hybr can stall where a branch switches); keep
         # the better of the two
         xf, resf = _fixed_point(evaluate, residual, x0, delta, lam, m)
@@ -617,7 +623,9 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
                                np.zeros((0, m, m)))
     try:
         s = _state(problem, order, g_nodes, select=select, x0=x0)
-        if x0 is not None and s["residual"] > 1e-6:  # the nearby state was not near enough: from the default start
+        # the nearby state was not near enough: from the default start -- unless the search ran toward C = infinity
+        # from there (no finite state below the interpolation threshold: a restart finds none either)
+        if x0 is not None and s["residual"] > 1e-6 and float(np.linalg.eigvalsh(s["C"])[-1]) <= C_INIT * s["c_ref"]:
             s2 = _state(problem, order, g_nodes, select=select)
             ran_away = float(np.linalg.eigvalsh(s2["C"])[-1]) > C_MAX * s2["c_ref"]  # no finite state: say so
             s = s2 if ran_away or s2["residual"] < s["residual"] else s
@@ -627,7 +635,7 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
     cmax = float(np.linalg.eigvalsh(s["C"])[-1])
     if s["residual"] > 1e-6 or cmax > C_MAX * s["c_ref"]:
         D_mean = float(np.max(np.abs(np.linalg.eigvalsh(np.einsum("n,nij->ij", s["w"], s["D"])))))
-        init = cmax > 1e3 * s["c_ref"] or float(np.max(np.abs(s["chi"]))) < 1e-6 * max(D_mean, 1e-300)
+        init = cmax > C_INIT * s["c_ref"] or float(np.max(np.abs(s["chi"]))) < 1e-6 * max(D_mean, 1e-300)
         status = "init-dependent" if init else "no-solution"
         msg = ("no stationary state: the integrated response runs to infinity (c = {:.3g}): below the "
                "interpolation threshold the limit depends on the initialisation (or the weights grow without bound, "

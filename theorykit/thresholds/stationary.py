@@ -21,7 +21,7 @@ import numpy as np
 from .._checks import Progress, check_int, check_number
 from ..dynamics.stationary import G_NODES, STATIONARY_ORDER, stationary_state
 from ..errors import TheorykitError
-from ..rules import secant_root
+from ..rules import Root, secant_root
 from ..spectra.hessian import hessian_prediction
 from .spectral import THRESHOLD_DELTA_RANGE, check_threshold_problem, scan_inputs
 
@@ -114,6 +114,16 @@ class DeltaStarInfinity:
                 "states": {str(k): v for k, v in self.states.items()}, "method": self.method, "error": self.error}
 
 
+def _tightest_bracket(points: list, lo: float, hi: float) -> Root:
+    """The secant's answer from the evaluated (delta, value) pairs when a delta inside its bracket [lo, hi] (f(lo) <= 0
+    < f(hi)) has no value: the first sign change from below among the finite values in [lo, hi], and the linear
+    interpolation across it."""
+    fin = [(x, v) for x, v in points if math.isfinite(v) and lo <= x <= hi]
+    j = next(i for i, (_, v) in enumerate(fin) if v > 0)  # hi is one, and lo (<= 0) comes before it
+    (a, fa), (b, fb) = fin[j - 1], fin[j]
+    return Root(a - fa * (b - a) / (fb - fa), ((a, fa), (b, fb)), tuple(points))
+
+
 def _criteria(pred) -> tuple:
     """(margin, instability) of a Hessian prediction: the margin (> 0 iff a hard outlier below the edge) and minus the
     lowest outlier's eigenvalue (> 0 iff it is negative), continued without an outlier by margin - |edge| (equal to
@@ -158,10 +168,16 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
         try:
             st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near),
                                   g_nodes=g_nodes)
-            pred = hessian_prediction(stationary_law(st, d=d, n=n)) if st.status == "ok" else None
         except np.linalg.LinAlgError as exc:  # a singular system at this delta: recorded, the others still answer
-            st, pred = None, None
+            st = None
             bad[dl] = f"no-solution (singular system: {exc})"
+        pred = None
+        if st is not None and st.status == "ok":
+            try:
+                pred = hessian_prediction(stationary_law(st, d=d, n=n))
+            except TheorykitError as exc:  # the Hessian theory failed on this law: recorded, the others still answer
+                bad[dl] = f"no Hessian prediction ({exc})"
+                st = None
         if bar:
             bar.update(min(len(crit) + 1, len(grid) + 12))
         if st is None or st.status != "ok":
@@ -183,7 +199,10 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
         if j is None or j == 0:
             return None, j, vals
         (a, fa), (b, fb) = fin[j - 1], fin[j]
-        r = secant_root(lambda x: solve(x)[which], a, b, tol=rtol * b, max_evaluations=8, f_lo=fa, f_hi=fb)
+        try:
+            r = secant_root(lambda x: solve(x)[which], a, b, tol=rtol * b, max_evaluations=8, f_lo=fa, f_hi=fb)
+        except TheorykitError:  # a delta inside the bracket has no value (recorded in bad): the tightest bracket found
+            r = _tightest_bracket([(x, crit[x][which]) for x in sorted(crit)], a, b)
         return r, j, vals
 
     method = ("stationary state (latent Gauss-Hermite x composite Gauss-Legendre in g), Hessian outlier at it, "
