@@ -30,6 +30,9 @@ __all__ = ["DeltaStarInfinity", "delta_star_infinity", "stationary_law"]
 #: the grid's points and the secant's bracket width (relative)
 STATIONARY_POINTS = 8
 STATIONARY_RTOL = 2e-3
+#: the separation (where the outlier leaves the bulk, reported beside delta*(infinity) with its bracket) is refined to
+#: this many times the threshold's relative width: each refinement is a stationary state
+SEPARATION_RTOL_FACTOR = 10.0
 
 
 def stationary_law(state, *, d: Optional[int] = None, n: Optional[int] = None):
@@ -141,9 +144,10 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     """delta*(infinity) for a :class:`theorykit.Problem` of width m <= 2 with a hard direction (module docstring): the
     smallest delta on the grid (``deltas``, or ``points`` log-spaced in ``delta_range``) where the stationary state's
     Hessian has a negative hard outlier, refined to a bracket of relative width ``rtol``; beside it, where the outlier
-    first separates from the bulk.  d or n truncates the law at its 1/n quantile (n = delta d), as delta*(t) does:
-    needed where D is unbounded below (square loss, y = z^2).  Deltas without a stationary state (below the
-    interpolation threshold) are recorded in ``states`` and skipped.  ``order`` and ``g_nodes``: the stationary
+    first separates from the bulk (to SEPARATION_RTOL_FACTOR times rtol).  d or n truncates the law at its 1/n
+    quantile (n = delta d), as delta*(t) does: needed where D is unbounded below (square loss, y = z^2).  Deltas
+    without a stationary state (below the interpolation threshold), or where the Hessian theory fails, are recorded
+    in ``states`` and skipped.  ``order`` and ``g_nodes``: the stationary
     state's rule (:func:`theorykit.dynamics.stationary.stationary_state`); the quadrature's share of the error comes
     from 3/4 of ``order`` and G_NODES[m][1] (or 3/4 of ``g_nodes``) nodes in g."""
     p, _ = check_threshold_problem(problem, [0])
@@ -192,7 +196,7 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
     for dl in sorted(grid, reverse=True):  # from the top: states exist there, and each starts the next one down
         solve(dl)
 
-    def root(which: int):
+    def root(which: int, rel: float):
         vals = [(dl, solve(dl)[which]) for dl in grid]
         fin = [(dl, v) for dl, v in vals if math.isfinite(v)]
         j = next((i for i, (_, v) in enumerate(fin) if v > 0), None)
@@ -200,15 +204,15 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
             return None, j, vals
         (a, fa), (b, fb) = fin[j - 1], fin[j]
         try:
-            r = secant_root(lambda x: solve(x)[which], a, b, tol=rtol * b, max_evaluations=8, f_lo=fa, f_hi=fb)
+            r = secant_root(lambda x: solve(x)[which], a, b, tol=rel * b, max_evaluations=8, f_lo=fa, f_hi=fb)
         except TheorykitError:  # a delta inside the bracket has no value (recorded in bad): the tightest bracket found
             r = _tightest_bracket([(x, crit[x][which]) for x in sorted(crit)], a, b)
         return r, j, vals
 
     method = ("stationary state (latent Gauss-Hermite x composite Gauss-Legendre in g), Hessian outlier at it, "
               "bracketed secant")
-    sep, _, _ = root(0)
-    ins, j, vals = root(1)
+    sep, _, _ = root(0, SEPARATION_RTOL_FACTOR * rtol)  # reported beside the threshold, with its bracket
+    ins, j, vals = root(1, rtol)
     if bar:
         bar.close()
     tried = tuple((dl, *crit[dl]) for dl in sorted(crit))
