@@ -72,7 +72,7 @@ class DeltaStarInfinity:
     in the complement), so the outlier separates at a positive eigenvalue and turns negative later; truncation_n:
     n = delta d at b (None without d); tried: (delta, margin, instability) triples evaluated (instability: minus the
     outlier's eigenvalue, or the margin minus |edge| without an outlier; > 0 iff a negative outlier); states: {delta:
-    status} of the deltas without a stationary state; method: in words."""
+    status} of the deltas without a stationary state, or without a Hessian prediction at it; method: in words."""
 
     value: float
     bracket: tuple
