@@ -330,16 +330,8 @@ class _Prox:
         for _ in range(iters):
             whole = len(idx) == len(r)
             ri, oi = (r, omega) if whole else (r[idx], omega[idx])
-            if len(C) <= 2:  # the step, its safeguard and phi in one compiled pass over the paths
-                step, convex, small, phi = newton_step_arrays(ri, oi, loss, F, D, Ci, C, tol)
-            else:
-                grad = (ri - oi) @ Ci + F
-                hess = Ci[None] + D
-                convex = _lam_min(hess) > 0
-                step = np.where(convex[:, None], _solve(np.where(convex[:, None, None], hess,
-                                                                 np.eye(len(C))[None]), grad), grad @ C)
-                small = np.max(np.abs(step), axis=1) <= tol * (1.0 + np.max(np.abs(oi), axis=1))
-                phi = _quad(ri - oi, Ci) + loss
+            # the step, its safeguard and phi in one compiled pass over the paths (m <= 2: the state's widths)
+            step, convex, small, phi = newton_step_arrays(ri, oi, loss, F, D, Ci, C, tol)
             fin = small & convex  # done (not live): r is written there only, and ri is read below only where live
             r[idx[fin]] = ri[fin] - step[fin]
             live = ~small
