@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
 from .._checks import Progress, check_int, check_number
 from ..dynamics.stationary import G_NODES, STATIONARY_ORDER, stationary_state
 from ..errors import TheorykitError
-from ..rules import Root, secant_root
+from ..rules import Root, crossing, crossing_index, secant_root
 from ..spectra.hessian import hessian_prediction
 from .spectral import THRESHOLD_DELTA_RANGE, check_threshold_problem, scan_inputs
 
@@ -121,10 +121,9 @@ def _tightest_bracket(points: list, lo: float, hi: float) -> Root:
     """The secant's answer from the evaluated (delta, value) pairs when a delta inside its bracket [lo, hi] (f(lo) <= 0
     < f(hi)) has no value: the first sign change from below among the finite values in [lo, hi], and the linear
     interpolation across it."""
-    fin = [(x, v) for x, v in points if math.isfinite(v) and lo <= x <= hi]
-    j = next(i for i, (_, v) in enumerate(fin) if v > 0)  # hi is one, and lo (<= 0) comes before it
-    (a, fa), (b, fb) = fin[j - 1], fin[j]
-    return Root(a - fa * (b - a) / (fb - fa), ((a, fa), (b, fb)), tuple(points))
+    xs, ys = zip(*[(x, v) for x, v in points if math.isfinite(v) and lo <= x <= hi])
+    i = cast(int, crossing_index(ys, 0.0, upward=True))  # lo and hi bracket 0 upwards, so some pair between does
+    return Root(crossing(xs, ys, 0.0, upward=True), ((xs[i], ys[i]), (xs[i + 1], ys[i + 1])), tuple(points))
 
 
 def _criteria(pred) -> tuple:
