@@ -1,4 +1,5 @@
 """The DMFT's stationary (t = infinity) state and delta*(infinity) (docs/theory.md §3.3, §5)."""
+import dataclasses
 import math
 
 import numpy as np
@@ -268,6 +269,52 @@ def test_a_search_running_toward_infinite_c_is_read_as_init_dependent_at_once(mo
         return real_root(*args, **kwargs)
 
     monkeypatch.setattr(scipy.optimize, "root", counted_root)
-    below = stationary_state(p.replace(delta=1.69), order=16, check_order=0, start=above)
-    assert below.status == "init-dependent" and "\n" not in below.message
-    assert len(searches) == 1
+    # without the search's Jacobian the start is hybr's alone; with it a quasi-Newton search runs first and at most
+    # one hybr search follows
+    for start, most in ((dataclasses.replace(above, search_jacobian=None), 1), (above, 1)):
+        searches.clear()
+        below = stationary_state(p.replace(delta=1.69), order=16, check_order=0, start=start)
+        assert below.status == "init-dependent" and "\n" not in below.message
+        assert len(searches) <= most
+        if start.search_jacobian is None:
+            assert len(searches) == 1
+
+
+def test_a_start_from_solved_states_reaches_the_cold_solve_without_hybr(monkeypatch):
+    """Started from states solved at two deltas that bracket this one (their unknowns interpolated in log delta, the
+    nearest one's search Jacobian), the quasi-Newton search reaches the state the cold search finds, to the root
+    finder's tolerance, and scipy's hybr is not called."""
+    import scipy.optimize
+
+    p = tk.Problem("gelu", "sign-symmetric", "logistic", width=2, delta=10.0, eta=1.0, steps=1)
+    kw = dict(order=16, g_nodes=32, check_order=0)
+    lo, hi = (stationary_state(p.replace(delta=dl), **kw) for dl in (8.0, 12.0))
+    assert lo.status == hi.status == "ok" and lo.search_jacobian is not None
+    cold = stationary_state(p, **kw)
+    real_root, searches = scipy.optimize.root, []
+
+    def counted_root(*args, **kwargs):
+        searches.append(1)
+        return real_root(*args, **kwargs)
+
+    monkeypatch.setattr(scipy.optimize, "root", counted_root)
+    warm = stationary_state(p, start=[lo, hi], **kw)
+    assert warm.status == "ok" and warm.residual < 1e-9 and not searches
+    for a, b in ((warm.c, cold.c), (warm.q, cold.q), (warm.M, cold.M)):
+        assert np.abs(np.asarray(a) - np.asarray(b)).max() < 1e-8 * (1 + np.abs(np.asarray(b)).max())
+    assert warm.train_loss == pytest.approx(cold.train_loss, rel=1e-8)
+
+
+def test_pushed_law_of_exchangeable_neurons_solves_half_and_mirrors():
+    """Exchangeable neurons (a = (1, 1)): the pushed law's smallest eigenvalues are computed on half the g block and
+    mirrored (the other half holds the neurons swapped: the same eigenvalues); with a = (1, 1 + 1e-9) the neurons are
+    not exchangeable and every path is solved -- the two agree to the perturbation's order."""
+    kw = dict(order=12, g_nodes=32, check_order=0)
+    base = dict(width=2, delta=10.0, eta=1.0, steps=1)
+    sym = stationary_state(tk.Problem("gelu", "phase-retrieval", "square", a=[1.0, 1.0], **base), **kw)
+    full = stationary_state(tk.Problem("gelu", "phase-retrieval", "square", a=[1.0, 1.0 + 1e-9], **base), **kw)
+    assert sym.status == full.status == "ok"
+    for factor in (1.0, 1.3):
+        a, b = sym.lam_min_pushed(factor), full.lam_min_pushed(factor)
+        assert a.shape == b.shape == sym.weights.shape
+        assert np.abs(a - b).max() < 1e-6 * (1 + np.abs(b).max())

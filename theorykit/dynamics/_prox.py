@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")  # a degenerate trial point gives inf / NaN (as NumPy), not an exception
 def newton_step(r, omega, loss, F, D, Ci, C, tol, step, convex, small, phi):  # pragma: no cover - compiled
     """Per path n (r, omega, F (N, m); loss (N,); D (N, m, m); Ci = C^{-1}, C (m, m)):
 

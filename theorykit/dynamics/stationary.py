@@ -66,6 +66,15 @@ RUNG_TOL = 1e-4
 C_MAX = 1e8
 #: the root search stops as a runaway after this many consecutive evaluations with C > C_MAX c_ref
 RUNAWAY_EVALS = 5
+#: ... or after this many with C > C_INIT c_ref (below the interpolation threshold the search stalls there; searches
+#: that converged left that range within a few evaluations: tables/stationary_bench_notes.md)
+STALL_EVALS = 10
+#: quasi-Newton steps from a nearby solve's Jacobian before the search falls back to hybr
+BROYDEN_ITERS = 20
+#: ... and its stop: the largest relative residual (a state is "ok" below 1e-6; hybr's xtol ends near 1e-15)
+BROYDEN_TOL = 1e-10
+#: ... and its largest step in the unknowns (log C, log Q: a factor e^2)
+BROYDEN_STEP = 2.0
 #: an unconverged search that ended with C beyond this (relative to c_ref) is read as "init-dependent" (the integrated
 #: response runs to infinity); neither the fixed-point retry nor a restart from the default start is tried then
 C_INIT = 1e3
@@ -115,6 +124,7 @@ class StationaryState:
     c_ref: float = math.nan  # the scale the continuation ladder starts from
     layout: tuple = ()  # (L, N_g): path i is latent node i // N_g times g node i % N_g
     easy_free: bool = False  # no easy direction: omega does not involve z, and the state sees the latent through y
+    search_jacobian: Optional[np.ndarray] = field(default=None, repr=False)  # the root search's, for a nearby start
 
     def as_dict(self) -> dict:
         """JSON-ready summary (the law's arrays left out)."""
@@ -134,17 +144,27 @@ class StationaryState:
         the static law, for the tail verdict (:func:`theorykit.spectra.hessian.support_tail`).  Unlike the DMFT's law
         at a finite t, r is not held fixed: at t = infinity it follows y."""
         lk = self.problem.link_obj
+        if factor == 1.0 and not lk.noisy and len(self.D):  # the latent in place: the law's own proximal points
+            return _lam_min(self.D)
         C = np.atleast_2d(self.c)
         if not (self.easy_free and self.layout):
             y = lk.response(factor * self.z)
             return _lam_min(_Prox(self.problem.network, y).solve(self.omega, C, self.c_ref, self.select)[2])
-        # omega is the same g grid under every latent node: solve once per distinct pushed y and map back
+        # omega is the same g grid under every latent node: solve once per distinct pushed y and map back; with
+        # exchangeable neurons only the first half of the g block (its second half holds their mirror images, whose D
+        # is D with the neurons swapped: the same eigenvalues), as the solve itself does
         L, Ng = self.layout
         y_lat = lk.response(factor * self.z[::Ng])
         y_s, inv = np.unique(y_lat, return_inverse=True)
-        _, _, D, _ = _Prox(self.problem.network, np.repeat(y_s, Ng)).solve(np.tile(self.omega[:Ng], (len(y_s), 1)),
-                                                                         C, self.c_ref, self.select)
-        return _lam_min(D)[(inv[:, None] * Ng + np.arange(Ng)[None, :]).ravel()]
+        net = self.problem.network
+        P, _ = _exchange(self.problem.m, 0, net)
+        half = Ng // 2 if P.shape[1] < P.shape[0] else Ng
+        _, _, D, _ = _Prox(net, np.repeat(y_s, half)).solve(np.tile(self.omega[:half], (len(y_s), 1)), C,
+                                                            self.c_ref, self.select)
+        lm = _lam_min(D).reshape(len(y_s), half)
+        if half < Ng:
+            lm = np.concatenate([lm, lm], axis=1)
+        return lm[inv].ravel()
 
     def without_law(self) -> "StationaryState":
         """The same state without its static law's arrays (what a start at a nearby delta needs: c, q, M)."""
@@ -373,9 +393,11 @@ class _Prox:
         return r, self._eval(r)
 
 
-def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuation"):
+def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuation", jac0=None, guess=None):
     """Solve the stationary equations on one rule: a dict of the state (C, Q, mE, the paths' r, F, D, ...) and the
-    largest residual; the caller judges whether it converged.  The unknowns are the upper triangles of log C and
+    largest residual; the caller judges whether it converged.  ``jac0``: the search's Jacobian from a nearby solve
+    (the state's ``jac``): a quasi-Newton search starts from it at ``guess`` (default x0), and hybr from x0 follows
+    only if that search does not converge.  The unknowns are the upper triangles of log C and
     log Q (matrix logarithms: C, Q stay positive definite) and the easy overlaps mE (k_E, m)."""
     from scipy.optimize import root
 
@@ -482,20 +504,36 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
     def guarded(v):
         x = P @ v
         # C runs away: no finite state, stop searching -- after RUNAWAY_EVALS evaluations in a row past the cap (the
-        # search's trial steps can leave and come back: sigma = x^2 on y = z^2 - 1 does), or 4 RUNAWAY_EVALS in a row
+        # search's trial steps can leave and come back: sigma = x^2 on y = z^2 - 1 does), or STALL_EVALS in a row
         # past C_INIT c_ref (below the interpolation threshold the search stalls there: no root to find)
         top = np.linalg.eigvalsh(_sym(x[:npar], m))[-1]
         beyond[0] = beyond[0] + 1 if top > log_cap else 0
         beyond[1] = beyond[1] + 1 if top > log_init else 0
-        if beyond[0] >= RUNAWAY_EVALS or beyond[1] >= 4 * RUNAWAY_EVALS:
+        if beyond[0] >= RUNAWAY_EVALS or beyond[1] >= STALL_EVALS:
             raise _Runaway(x)
         return residual(x)[rows]
 
-    runaway = False
+    runaway, jac = False, None
     try:
-        sol = root(guarded, v0, method="hybr",
-                   options={"xtol": 1e-11, "maxfev": 100 * P.shape[1]})
-        x = P @ sol.x
+        v = None
+        if jac0 is not None and np.shape(jac0) == (len(rows), P.shape[1]):
+            # a Jacobian from a nearby solve (the previous delta, or the finer rule): quasi-Newton from it saves the
+            # finite differences hybr starts with; where it stalls, hybr from x0 as without it
+            g0 = v0 if guess is None else np.linalg.lstsq(P, guess, rcond=None)[0]
+            try:
+                vb, ok, J = _broyden(guarded, g0, np.asarray(jac0, float))
+                if ok:
+                    v, jac = vb, J
+            except _Runaway:  # not a verdict: hybr from x0 decides, as without the Jacobian
+                pass
+            beyond[:] = [0, 0]
+        if v is None:
+            sol = root(guarded, v0, method="hybr", options={"xtol": 1e-11, "maxfev": 100 * P.shape[1]})
+            v, n = sol.x, len(sol.x)
+            R = np.zeros((n, n))
+            R[np.triu_indices(n)] = sol.r
+            jac = sol.fjac.T @ R  # hybr's final (Broyden-updated) Jacobian, J = Q R
+        x = P @ v
     except _Runaway as stop:
         x, runaway = stop.args[0], True
     res = residual(x)
@@ -514,8 +552,49 @@ def _state(problem, order: int, g_nodes: int, x0=None, select: str = "continuati
         s[key] = s[key][full]
     s.update(z=np.repeat(z_lat, Ng, axis=0), y=np.repeat(y_lat, Ng), G=np.tile(gn, (len(y_lat), 1)),
              w=np.outer(w_lat, gw).ravel(), method=method, E=E, residual=float(np.max(np.abs(res))), x=x,
-             c_ref=c_ref, layout=(len(y_lat), Ng))
+             c_ref=c_ref, layout=(len(y_lat), Ng), jac=jac)
     return s
+
+
+def _broyden(fun, v, J, iters: int = BROYDEN_ITERS, tol: float = BROYDEN_TOL) -> tuple:
+    """Quasi-Newton (Broyden's good update) for fun(v) = 0 from v with the Jacobian estimate J: (the best v reached,
+    converged, the updated J).  Steps are capped at BROYDEN_STEP in every unknown; a trial that does not lower the
+    largest residual is rejected but still updates J, and the next trial is the updated J's step within half the
+    rejected one's reach (the search gives up after three rejections in a row), or when three accepted steps lowered
+    the residual by less than a factor 4; converged when the largest residual is below ``tol`` or the step below
+    1e-11 of |v| (hybr's xtol)."""
+    f = fun(v)
+    r = float(np.max(np.abs(f)))
+    seen = [r]
+    reach = BROYDEN_STEP
+    for _ in range(iters):
+        if r < tol:
+            return v, True, J
+        if len(seen) > 3 and r > seen[-4] / 4:  # stalled: less than a factor 4 over the last three steps
+            return v, False, J
+        for _trial in range(3):
+            try:
+                dv = -np.linalg.solve(J, f)
+            except np.linalg.LinAlgError:
+                return v, False, J
+            if not np.all(np.isfinite(dv)):
+                return v, False, J
+            dv *= min(1.0, reach / max(float(np.max(np.abs(dv))), 1e-300))  # a trust region in the log unknowns
+            f1 = fun(v + dv)
+            J = J + np.outer(f1 - f - J @ dv, dv) / max(float(dv @ dv), 1e-300)
+            r1 = float(np.max(np.abs(f1)))
+            if r1 < r:
+                reach = BROYDEN_STEP
+                break
+            reach = float(np.max(np.abs(dv))) / 2
+        else:
+            return v, False, J
+        small = float(np.linalg.norm(dv)) <= 1e-11 * (1.0 + float(np.linalg.norm(v)))
+        v, f, r = v + dv, f1, r1
+        seen.append(r)
+        if small:
+            return v, True, J
+    return v, r < tol, J
 
 
 class _Runaway(Exception):
@@ -580,7 +659,10 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
     initial law do not enter (the state forgets them once GD has converged).  ``select``: "continuation" (the branch
     followed from C = 0, the default: it matches converged GD, tables/stationary_state.md) or, for width 1, "global"
     (the lowest local minimum of each sample's phi).  ``check_order=0`` skips the coarser solve (``error`` is then
-    empty).  ``start``: a solved state (e.g. at a nearby delta) whose (C, Q, M) start the root finder."""
+    empty).  ``start``: a solved state (e.g. at a nearby delta) whose (C, Q, M) start the root finder, and whose
+    search Jacobian starts a quasi-Newton search; or a sequence of solved states at other deltas: where two of them
+    bracket this delta, the start is their (log C, log Q, M) interpolated linearly in log delta (the nearest state's
+    Jacobian), otherwise the nearest state's."""
     from ..problem import Problem
 
     if not isinstance(problem, Problem):
@@ -600,11 +682,8 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
         raise TheorykitError(f"select must be 'continuation' or 'global', got {select!r}")
     if select == "global" and m != 1:
         raise TheorykitError(f"select='global' is defined for width 1 (got m = {m}); use 'continuation'")
-    x0 = None
     E = np.asarray(problem.analysis.easy_basis, float).reshape(problem.k, -1)
-    if start is not None and getattr(start, "status", None) == "ok" and start.problem.m == m:
-        x0 = np.concatenate([_triu(_spd_fun(np.atleast_2d(start.c), np.log)),
-                             _triu(_spd_fun(np.atleast_2d(start.q), np.log)), (E.T @ start.M).ravel()])
+    x0, guess, jac0 = _start_point(start, problem, E)
     nan = math.nan
     k = problem.k
     mat = nan if m == 1 else np.full((m, m), nan)
@@ -614,7 +693,7 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
                                nan, residual, {}, method, np.zeros(0), np.zeros((0, m)), np.zeros(0), np.zeros((0, k)),
                                np.zeros((0, m, m)))
     try:
-        s = _state(problem, order, g_nodes, select=select, x0=x0)
+        s = _state(problem, order, g_nodes, select=select, x0=x0, jac0=jac0, guess=guess)
         # the nearby state was not near enough: from the default start -- unless the search ran toward C = infinity
         # from there (no finite state below the interpolation threshold: a restart finds none either)
         if x0 is not None and s["residual"] > 1e-6 and float(np.linalg.eigvalsh(s["C"])[-1]) <= C_INIT * s["c_ref"]:
@@ -641,7 +720,7 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
         keys = ("c", "chi_u", "q", "M", "train_loss", "test_loss")
         try:
             coarse = _summary(problem, _state(problem, check_order, G_NODES[m][1] if g_nodes == G_NODES[m][0] else
-                                              g_nodes, x0=s["x"], select=select))
+                                              g_nodes, x0=s["x"], select=select, jac0=s["jac"]))
             err = {key: float(np.max(np.abs(np.asarray(out[key]) - np.asarray(coarse[key])))) for key in keys}
         except np.linalg.LinAlgError:  # the coarser rule's search met a singular system: its error is unknown
             err = {key: math.inf for key in keys}
@@ -650,7 +729,40 @@ def stationary_state(problem, *, order: int = STATIONARY_ORDER, check_order: Opt
                            s["residual"], err, s["method"], s["w"], s["r"], s["y"], s["z"], s["D"],
                            nonconvex=float(s["w"] @ s["nc"]), chi_u_smooth=_scalar(s["chi_smooth"]),
                            select=select, omega=s["omega"], c_ref=s["c_ref"], layout=s["layout"],
-                           easy_free=s["E"].shape[1] == 0)
+                           easy_free=s["E"].shape[1] == 0, search_jacobian=s["jac"])
+
+
+def _start_point(start, problem, E: np.ndarray) -> tuple:
+    """(x0, guess, jac0) of the root search from ``start`` (:func:`stationary_state`), or Nones: x0, the unknowns
+    (log C, log Q, easy overlaps) of the nearest solved state, where hybr starts; guess, where the quasi-Newton search
+    starts: those of the two nearest states that bracket the delta, interpolated linearly in log delta, or
+    extrapolated from the two nearest on one side when the delta is no farther from the nearest than the second is;
+    else x0; jac0: the nearest state's search Jacobian."""
+    starts = [start] if isinstance(start, StationaryState) else list(start or ())
+    ok = [s for s in starts if isinstance(s, StationaryState) and s.status == "ok" and s.problem.m == problem.m]
+    if not ok:
+        return None, None, None
+    dl = float(problem.delta)
+
+    def x_of(s):
+        return np.concatenate([_triu(_spd_fun(np.atleast_2d(s.c), np.log)), _triu(_spd_fun(np.atleast_2d(s.q), np.log)),
+                               (E.T @ s.M).ravel()])
+
+    def gap(s):
+        return math.log(float(s.problem.delta) / dl)
+    near = min(ok, key=lambda s: abs(gap(s)))
+    below = sorted([s for s in ok if gap(s) < 0], key=gap, reverse=True)  # nearest first
+    above = sorted([s for s in ok if gap(s) > 0], key=gap)
+    pair = (below[0], above[0]) if below and above else None
+    for side in (below, above):
+        if pair is None and len(side) >= 2 and abs(gap(side[0])) <= abs(gap(side[1]) - gap(side[0])):
+            pair = (side[0], side[1])
+    x0 = x_of(near)
+    if pair is None:
+        return x0, x0, near.search_jacobian
+    a, b = pair
+    t = -gap(a) / (gap(b) - gap(a))
+    return x0, (1.0 - t) * x_of(a) + t * x_of(b), near.search_jacobian
 
 
 def _scalar(A: np.ndarray):

@@ -167,9 +167,8 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
             bad[dl] = f"init-dependent (as at delta = {min(below):g})"
             crit[dl] = (math.nan, math.nan)
             return crit[dl]
-        near = min(states, key=lambda x: abs(math.log(x / dl)), default=None)
-        try:
-            st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=states.get(near),
+        try:  # started from the solved states: the two that bracket dl interpolated, else the nearest
+            st = stationary_state(p.replace(delta=dl), order=order, check_order=0, start=list(states.values()),
                                   g_nodes=g_nodes)
         except np.linalg.LinAlgError as exc:  # a singular system at this delta: recorded, the others still answer
             st = None
