@@ -852,6 +852,10 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
 
 #: Gauss-Hermite nodes per easy coordinate of :func:`delta_alg_hard`'s average (and of its companion, half of them)
 HARD_GH_NODES = 16
+#: ... its two-dimensional grid turned by this angle (radians): off the axes and the diagonals
+HARD_GRID_TURN = 0.3
+#: ... and the closed form tried at this many nodes first; the rest only if it held at one of them
+HARD_CLOSED_TRIES = 3
 
 
 def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
@@ -864,7 +868,35 @@ def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
 
 
 def _rational_basis(v: float):
+    """A basis entry as an exact number where it is one (0, rationals, with sqrt(2), sqrt(3)); the QR's rounding
+    (entries of 1e-16 where the exact basis has 0) is dropped, not kept as a tiny rational that breaks the
+    conditional link's symmetries."""
+    if abs(float(v)) < 1e-12:
+        return sp.Integer(0)
     return sp.nsimplify(float(v), [sp.sqrt(2), sp.sqrt(3)], tolerance=1e-12)
+
+
+def _scaled_shift(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[tuple]:
+    """(c, Link of u) when y = b(z_E) + c(z_E) u(z_H) with c a non-zero polynomial in the easy coordinates (zero on
+    a null set only) and one hard direction, noiseless; else None.  Given z_E (c != 0), y is an affine image of u(z_H),
+    so E[z_H z_H^T | y, z_E] is u's and delta_alg_hard is u's delta_alg."""
+    if lk.noisy or hard.shape[1] != 1:
+        return None
+    kE = easy.shape[1]
+    a = sp.symbols(f"a1:{kE + 1}", real=True)
+    z = cv.Z
+    try:
+        h = _conditional_link(lk, easy, hard, a).expr
+        g = sp.expand(h - h.xreplace({z: 0}))
+        parts = sp.separatevars(g, symbols=[z], dict=True)
+    except Exception:
+        return None
+    if not parts or z not in parts:
+        return None
+    c, u = sp.sympify(parts["coeff"]), sp.sympify(parts[z])
+    if u.free_symbols != {z} or c == 0 or not c.free_symbols <= set(a) or not c.is_polynomial(*a):
+        return None
+    return c, Link("hard part", u, 1, (z,))
 
 
 def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[Link]:
@@ -908,24 +940,47 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     if kH != 1 or kE > 2 or lk.noisy:
         return None, (f"not computed: conditioning is implemented for one hard direction, at most two easy ones and "
                       f"noiseless links (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
+    scaled = _scaled_shift(lk, easy, hard)
+    if scaled is not None:  # y = b(z_E) + c(z_E) u(z_H): given z_E (c != 0 almost surely), the hard coordinate sees u
+        c, u = scaled
+        da = analyse_link(u).delta_alg
+        return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
+                                  f"{c}, a polynomial: non-zero almost surely): its delta_alg ({da.method})"), ""
     a = sp.symbols(f"a1:{kE + 1}", real=True)
     try:
-        ex = _delta_alg_exact_single(_conditional_link(lk, easy, hard, a))
+        cond = _conditional_link(lk, easy, hard, a)
+        ex = _delta_alg_exact_single(cond)
     except Exception:
-        ex = None
+        cond, ex = None, None
     if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:
         return DeltaAlg(ex.exact, ex.value, 0.0, f"exact: given the easy coordinates, {ex.method.split(': ', 1)[-1]}"
                         ), ""
+    closed = [0, 0]  # per-node closed forms tried, found
+
+    def at(node) -> Link:
+        if cond is None:
+            return _conditional_link(lk, easy, hard, [sp.Float(float(c), 17) for c in node])
+        return Link("hard|easy", cond.expr.xreplace({s_: sp.Float(float(c), 17) for s_, c in zip(a, node)}), 1,
+                    (cv.Z,))
 
     def average(n):
         x, w = np.polynomial.hermite_e.hermegauss(n)
         w = w / w.sum()
         nodes = np.array(np.meshgrid(*([x] * kE), indexing="ij")).reshape(kE, -1).T
+        if kE == 2:  # turned off the axes and diagonals (a rotation keeps the Gaussian rule): a tensor grid lies on
+            # them, where a conditional link can degenerate on a null set (y = (a1 + a2) z^2: constant on a1 = -a2)
+            c_, s_ = math.cos(HARD_GRID_TURN), math.sin(HARD_GRID_TURN)
+            nodes = nodes @ np.array([[c_, s_], [-s_, c_]])
         ws = np.prod(np.array(np.meshgrid(*([w] * kE), indexing="ij")).reshape(kE, -1), axis=0)
         rho = err = 0.0
         for node, wt in zip(nodes, ws):
-            cl = _conditional_link(lk, easy, hard, [sp.Float(float(c), 17) for c in node])
-            d = _delta_alg_exact_single(cl) or delta_alg_grid(cl)
+            cl = at(node)
+            d = None
+            if closed[0] < HARD_CLOSED_TRIES or closed[1]:  # a node's closed form, while it keeps being found
+                closed[0] += 1
+                d = _delta_alg_exact_single(cl)
+                closed[1] += d is not None
+            d = d or delta_alg_grid(cl)
             if d.value is None:  # no recovery at this node: it contributes rho = 0
                 continue
             rho += wt / d.value
