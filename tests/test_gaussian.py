@@ -97,3 +97,29 @@ def test_quadrature_nd_sums_products_of_one_variable_factors_axis_by_axis():
         assert abs(value - float(rule.weights @ f(x))) < 1e-12 and err < 1e-12
     assert abs(quadrature_nd(sp.exp(z1) * (z1 ** 2 - 1) * z2 ** 2 * z3 ** 2, [z1, z2, z3])[0]
                - math.exp(0.5)) < 1e-13
+
+
+def test_a_child_call_past_its_time_limit_answers_none_at_once():
+    """in_child runs SymPy calls that can hang (monotonicity with parameters) in a forked child: past the limit the
+    child is killed and the answer is None, after the limit, not after the call."""
+    import time
+
+    from theorykit.symbolic.gaussian import in_child
+
+    t0 = time.perf_counter()
+    assert in_child(time.sleep, (30,), 0.5) is None
+    assert time.perf_counter() - t0 < 5
+    assert in_child(sp.factorial, (sp.Integer(5),), 30) == 120
+
+
+def test_a_non_zero_expression_is_refuted_by_numbers():
+    """nonzero_at_points: clearly non-zero somewhere -> True, with no simplify; an identity that is zero -> False (the
+    symbolic proof then decides), also with a positive parameter."""
+    from theorykit.symbolic.gaussian import nonzero_at_points
+
+    x, y = sp.symbols("x y", real=True)
+    q = sp.Symbol("q", positive=True)
+    assert nonzero_at_points(sp.Max(x, y) + sp.Max(-x, -y))
+    assert not nonzero_at_points(sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1)
+    assert not nonzero_at_points(sp.sqrt(q) ** 2 - q)
+    assert nonzero_at_points(sp.sin(q * x) - sp.sin(x))

@@ -312,19 +312,19 @@ def exact_expectation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Optional
 
 
 # --------------------------------------------------------------------------------- sympy.integrate fallback
-def _integrate_worker(expr, v, conn):
+def _child_worker(fn, args, conn):
     try:
-        dens = sp.exp(-v ** 2 / 2) / sp.sqrt(2 * sp.pi)
-        res = sp.integrate(expr * dens, (v, -sp.oo, sp.oo))
-        conn.send(None if res.has(sp.Integral) else res)
+        conn.send(fn(*args))
     except Exception:
         conn.send(None)
     finally:
         conn.close()
 
 
-def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[sp.Expr]:
-    """E[expr(G)] by ``sympy.integrate`` in a child process, killed after ``time_limit`` seconds; None on failure."""
+def in_child(fn, args: tuple, time_limit: float):
+    """fn(*args) in a forked child process, killed after ``time_limit`` seconds: its result (picklable), or None on
+    failure, on timeout, or where fork is unavailable.  For SymPy calls that can run for minutes on some inputs
+    (integrate, monotonicity with parameters) and that no signal-based limit can interrupt when an outer one governs."""
     if time_limit <= 0:
         return None
     try:
@@ -332,7 +332,7 @@ def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[
     except ValueError:
         return None
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_integrate_worker, args=(expr, v, child), daemon=True)
+    proc = ctx.Process(target=_child_worker, args=(fn, args, child), daemon=True)
     proc.start()
     child.close()
     res = None
@@ -347,6 +347,17 @@ def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[
         proc.join(1)
         parent.close()
     return res
+
+
+def _integrate(expr, v):
+    dens = sp.exp(-v ** 2 / 2) / sp.sqrt(2 * sp.pi)
+    res = sp.integrate(expr * dens, (v, -sp.oo, sp.oo))
+    return None if res.has(sp.Integral) else res
+
+
+def sympy_integrate(expr: sp.Expr, v: sp.Symbol, time_limit: float) -> Optional[sp.Expr]:
+    """E[expr(G)] by ``sympy.integrate`` in a child process, killed after ``time_limit`` seconds; None on failure."""
+    return in_child(_integrate, (expr, v), time_limit)
 
 
 # ------------------------------------------------------------------------------------------------- quadrature
@@ -554,7 +565,7 @@ def _is_odd(expr: sp.Expr, variables) -> bool:
     if not variables:
         return False
     flipped = expr.xreplace({v: -v for v in variables})
-    if not _odd_at_points(flipped + expr, expr):  # refuted by numbers: no simplify (Max, Piecewise: seconds each)
+    if nonzero_at_points(flipped + expr, expr):  # refuted by numbers: no simplify (Max, Piecewise: seconds each)
         return False
     try:
         return sp.expand(flipped + expr) == 0 or sp.simplify(flipped + expr) == 0
@@ -562,21 +573,23 @@ def _is_odd(expr: sp.Expr, variables) -> bool:
         return False
 
 
-def _odd_at_points(total: sp.Expr, expr: sp.Expr, points: int = 3) -> bool:
-    """False when expr(-v) + expr(v) (``total``) is clearly non-zero at one of a few fixed random points (every free
-    symbol drawn: positive ones from [0.5, 2]); True otherwise -- also where a value is not a finite number, so only
-    the symbolic proof that follows decides oddness."""
+def nonzero_at_points(total: sp.Expr, scale: Optional[sp.Expr] = None, points: int = 3) -> bool:
+    """True when ``total`` is clearly non-zero (beyond 1e-9 of 1 + |scale|) at one of a few fixed random points, every
+    free symbol drawn (positive ones from [0.5, 2]): then no symbolic proof that it vanishes is needed (simplify takes
+    seconds on Max or Piecewise, minutes on some trigonometric sums).  False otherwise, also where a value is not a
+    finite number: only a symbolic check can then decide."""
     rng = np.random.default_rng(20261207)
-    syms = sorted(total.free_symbols | expr.free_symbols, key=str)
+    scale = sp.Integer(0) if scale is None else scale
+    syms = sorted(total.free_symbols | scale.free_symbols, key=str)
     for _ in range(points):
         pt = {v: sp.Float(rng.uniform(0.5, 2.0) if v.is_positive else rng.standard_normal(), 20) for v in syms}
         try:
-            t, e = complex(total.xreplace(pt).evalf(20)), complex(expr.xreplace(pt).evalf(20))
+            t, e = complex(total.xreplace(pt).evalf(20)), complex(scale.xreplace(pt).evalf(20))
         except Exception:
             continue
         if np.isfinite(t) and np.isfinite(e) and abs(t) > 1e-9 * (1.0 + abs(e)):
-            return False
-    return True
+            return True
+    return False
 
 
 def expectation(expr, variables: Optional[Sequence[sp.Symbol]] = None, time_limit: float = 3.0,

@@ -29,7 +29,7 @@ from .. import conventions as cv
 from ..errors import TheorykitError
 from ..rules import (conditional_means, gauss_legendre_normal, monte_carlo_normal, quantile_bins, round_significant,
                      tensor)
-from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point
+from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point, nonzero_at_points, in_child
 from .ingredients import Link, link as make_link
 
 
@@ -636,7 +636,8 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
 
     pos = sp.Interval.open(0, sp.oo)
     try:
-        if sp.simplify(h.subs(z, -z) - h) == 0 and (is_strictly_increasing(h, pos, z)
+        odd_part = h.subs(z, -z) - h
+        if not nonzero_at_points(odd_part, h) and sp.simplify(odd_part) == 0 and (is_strictly_increasing(h, pos, z)
                                                      or is_strictly_decreasing(h, pos, z)):
             # y determines |z|: E[z^2|y] = z^2, E[(z^2 - 1)^2] = 2
             return DeltaAlg(sp.Rational(1, 2), 0.5, 0.0,
@@ -647,7 +648,7 @@ def _delta_alg_exact_single(link: Link) -> Optional[DeltaAlg]:
     # piecewise-constant h: intervals between breakpoints, each with a constant value
     try:
         dh = sp.diff(h, z).replace(sp.DiracDelta, lambda *a: sp.Integer(0))
-        if sp.simplify(dh) != 0:
+        if nonzero_at_points(dh, h) or sp.simplify(dh) != 0:
             return None
         pts = breakpoints(h, z)
     except (NotClosed, Exception):
@@ -856,6 +857,8 @@ HARD_GH_NODES = 16
 HARD_GRID_TURN = 0.3
 #: ... and the closed form tried at this many nodes first; the rest only if it held at one of them
 HARD_CLOSED_TRIES = 3
+#: seconds for the closed form with the easy coordinates as symbols
+HARD_SYMBOLIC_SECONDS = 5.0
 
 
 def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
@@ -911,7 +914,8 @@ def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[L
     try:
         e = sp.expand(lk.expr.xreplace(sub))
         u = sp.expand(e - e.xreplace({a_: 0 for a_ in a}))  # the part that moves with z_E
-        if sp.simplify(u - u.xreplace({z_: 0 for z_ in zh})) != 0:  # ... must not involve z_H
+        rest = u - u.xreplace({z_: 0 for z_ in zh})  # ... must not involve z_H
+        if nonzero_at_points(rest, e) or sp.simplify(rest) != 0:
             return None
         hard_part = sp.expand(e.xreplace({a_: 0 for a_ in a}) - e.xreplace({a_: 0 for a_ in a} | {z_: 0 for z_ in zh}))
     except Exception:
@@ -947,9 +951,10 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}, a polynomial: non-zero almost surely): its delta_alg ({da.method})"), ""
     a = sp.symbols(f"a1:{kE + 1}", real=True)
-    try:
+    try:  # the closed form with the easy coordinates as symbols: SymPy's monotonicity test can run for minutes on
+        # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS
         cond = _conditional_link(lk, easy, hard, a)
-        ex = _delta_alg_exact_single(cond)
+        ex = in_child(_delta_alg_exact_single, (cond,), HARD_SYMBOLIC_SECONDS)
     except Exception:
         cond, ex = None, None
     if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:

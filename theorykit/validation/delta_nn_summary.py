@@ -2,7 +2,7 @@
 
 Per setting: delta_alg (the link's spectral threshold), delta*(0) (the Hessian at initialisation), the longest
 delta*(t) of Part 1 (a lower bound of its limit), the stationary state's separation point and delta*(infinity)
-(:func:`theorykit.thresholds.delta_star_infinity`, m = 1), delta_dyn (Part 2), the finite-d midpoint delta_1/2(d, T)
+(:func:`theorykit.thresholds.delta_star_infinity`, m <= 2), delta_dyn (Part 2), the finite-d midpoint delta_1/2(d, T)
 from the theory at d = 10^3 .. 10^8 with T = 25 ln d (scripts/finite_d_large_d.py's cache, tables/raw/finite_d_large_d)
 and from GD at d = 200-1600 (logistic maximum-likelihood fits to the runs of tables/thresholds_vs_sim.csv and
 tables/paper_comparison.csv), and the paper's value where it gives one.  The thresholds computed here (delta_alg,
@@ -24,7 +24,7 @@ from ..report.writer import fmt, log, md_table
 from .stats import logistic_midpoint
 
 #: (setting, delta range of the delta* scans, GD sources: thresholds_vs_sim setting or paper_comparison cases by d,
-#:  the paper's delta_NN or None)
+#:  the paper's delta_NN or None[, the delta range of delta*(infinity) where not INF_RANGE])
 SUMMARY_CASES = [
     ("bounded", (2.0, 30.0), {"vs_sim": "bounded"}, None),
     ("pr-gelu-centred", (2.0, 30.0), {"paper": {400: "gelu-m1-centred-fine", 800: "gelu-m1-centred-d800"}}, 6.0),
@@ -33,8 +33,12 @@ SUMMARY_CASES = [
     ("pr-x2", (1.5, 40.0), {"vs_sim": "pr-x2"}, 3.6),
     ("pr-relu", (2.0, 60.0), {"vs_sim": "pr-relu"}, None),
     ("pr-xtanh", (2.0, 60.0), {"vs_sim": "pr-xtanh"}, None),
-    ("pr-gelu-m2", (2.0, 60.0), {"vs_sim": "pr-gelu-m2"}, None),
+    # width 2 on y = z^2: the outlier is still positive at delta = 60 (-0.0165), so delta*(infinity) to 150
+    ("pr-gelu-m2", (2.0, 60.0), {"vs_sim": "pr-gelu-m2"}, None, (1.0, 150.0)),
+    ("bounded-m2", (2.0, 30.0), {}, None),
 ]
+#: the delta range of delta*(infinity) (a case's fifth entry overrides it)
+INF_RANGE = (1.0, 60.0)
 QUICK_SUMMARY = [("bounded", (2.0, 30.0), {"vs_sim": "bounded"}, None)]
 #: the finite-d midpoints from the theory: T = c ln d at these d (scripts/finite_d_large_d.py), c = LARGE_D_C except
 #: where a setting has its own (sigma = x^2 at eta = 0.05: c = 400 / ln 400, T = 400 at d = 400, GD's horizon)
@@ -61,7 +65,8 @@ def summary_case(args, case) -> dict:
     from ..symbolic.links import analyse_link
     from ..thresholds import delta_star, delta_star_infinity
 
-    s, rng, _, _ = case
+    s, rng = case[0], case[1]
+    inf_range = case[4] if len(case) > 4 else INF_RANGE
     act, link, loss, m, eta = CASES[s]
     t0 = time.time()
     log(f"summary {s}")
@@ -79,7 +84,7 @@ def summary_case(args, case) -> dict:
                    delta_star0_note=_error_text(e))
     t1 = time.time()
     try:
-        r = delta_star_infinity(p, delta_range=(1.0, 60.0))
+        r = delta_star_infinity(p, delta_range=inf_range)
         row.update(delta_inf=r.value, delta_inf_error=r.error_bound, separation=r.separation,
                    delta_inf_note=r.error or "")
     except TheorykitError as e:
@@ -176,7 +181,7 @@ def part_summary(args, rows, md, cases, cached, nn_rows, dyn_rows, root) -> None
            "theory delta_1/2 at d = 1e3, 1e4, 1e6, 1e8", "GD delta_1/2 by d [T]", "paper"]
     body, notes = [], []
     for case in cases:
-        s, _, source, paper = case
+        s, source, paper = case[0], case[2], case[3]
         r = dict(cached(args, "summary", case, summary_case)["rows"][0])
         seq = [q for q in nn_rows if q.get("setting") == s and q.get("part") == "nn" and _finite(q.get("t"))]
         if seq:
