@@ -173,19 +173,23 @@ def _binned_projection(y, w, feats, bins):
     return P[keep], means[keep]
 
 
-def _numeric_G_operator(link: Link, bins: int, level: int = 0):
-    """E[G (x) G] restricted to symmetric k x k matrices (as a k^2 x k^2 array), G(y) = E[zz^T|y] - I."""
+def _numeric_G_operator(link: Link, bins, level: int = 0):
+    """E[G (x) G] restricted to symmetric k x k matrices (as a k^2 x k^2 array), G(y) = E[zz^T|y] - I; ``bins`` a
+    number of quantile bins, or a tuple of them: then a list of operators, one per count, from one evaluation of the
+    nodes and the response."""
     pts, w, method = quadrature_nodes(link, level)
     k = link.k
     z = pts[:, :k]
     eps = pts[:, k] if link.noisy else None
     y = link.response(z, eps)
     feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
-    P, means = _binned_projection(y, w, feats, bins)
-    Gs = means.reshape(-1, k, k) - np.eye(k)
-    Gs = (Gs + Gs.transpose(0, 2, 1)) / 2
-    op = np.einsum("g,gij,gkl->ikjl", P / P.sum(), Gs, Gs).reshape(k * k, k * k)
-    return op, method
+    ops = []
+    for b in (bins if isinstance(bins, tuple) else (bins,)):
+        P, means = _binned_projection(y, w, feats, b)
+        Gs = means.reshape(-1, k, k) - np.eye(k)
+        Gs = (Gs + Gs.transpose(0, 2, 1)) / 2
+        ops.append(np.einsum("g,gij,gkl->ikjl", P / P.sum(), Gs, Gs).reshape(k * k, k * k))
+    return (ops if isinstance(bins, tuple) else ops[0]), method
 
 
 def _spectral_radius_sym(op: np.ndarray, k: int) -> float:
@@ -204,10 +208,8 @@ def _delta_alg_from_rho(rho: float, err: float, method: str) -> DeltaAlg:
 
 def delta_alg_grid(link: Link) -> DeltaAlg:
     """Noiseless single index: fine 1-D grid in z, quantile bins in y, Richardson in the number of bins."""
-    vals = []
-    for bins in (1000, 2000, 4000):
-        op, method = _numeric_G_operator(link, bins)
-        vals.append(_spectral_radius_sym(op, link.k))
+    ops, method = _numeric_G_operator(link, (1000, 2000, 4000))
+    vals = [_spectral_radius_sym(op, link.k) for op in ops]
     rho = vals[2] + (vals[2] - vals[1]) / 3
     coarse = _spectral_radius_sym(_numeric_G_operator(link, 4000, level=1)[0], link.k)
     err = abs(vals[2] - vals[1]) + abs(vals[2] - coarse) + 1e-12  # bins, plus the grid (halved)
