@@ -269,7 +269,8 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     if m == 2:
         a, c, e, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 0], A[:, 1, 1]
         det = a * d - c * e
-        return np.stack([(d * b[:, 0] - c * b[:, 1]) / det, (a * b[:, 1] - e * b[:, 0]) / det], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a singular A gives inf / NaN, as at m = 1 (b / 0)
+            return np.stack([(d * b[:, 0] - c * b[:, 1]) / det, (a * b[:, 1] - e * b[:, 0]) / det], axis=1)
     return np.linalg.solve(A, b[..., None])[..., 0]
 
 

@@ -864,12 +864,13 @@ HARD_SYMBOLIC_SECONDS = 5.0
 
 
 def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
-    """The single-index link z -> h(E a + h z) of the hard coordinate given the easy coordinates a (numbers or
-    symbols), E and h the orthonormal easy and hard bases."""
-    z = cv.Z
-    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(easy.shape[1])) + _rational_basis(hard[i, 0]) * z
-           for i, v in enumerate(lk.latent)}
-    return Link("hard|easy", lk.expr.xreplace(sub), 1, (z,))
+    """The link z_H -> h(E a + H z_H) of the hard coordinates given the easy coordinates a (numbers or symbols), E and
+    H the orthonormal easy and hard bases: single-index in z (cv.Z) for one hard direction, else in z1, z2, ..."""
+    kH = hard.shape[1]
+    zh = tuple(cv.z_symbol(j + 1) for j in range(kH)) if kH > 1 else (cv.Z,)
+    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(easy.shape[1]))
+           + sum(_rational_basis(hard[i, j]) * zh[j] for j in range(kH)) for i, v in enumerate(lk.latent)}
+    return Link("hard|easy", lk.expr.xreplace(sub), kH, zh)
 
 
 def _rational_basis(v: float):
@@ -908,13 +909,10 @@ def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[L
     """The link u(z_H) of the hard coordinates when y = g(z_E) + u(z_H) (noiseless; u(0) = 0), else None."""
     if lk.noisy:
         return None
-    kE, kH = easy.shape[1], hard.shape[1]
-    a = sp.symbols(f"a1:{kE + 1}", real=True)
-    zh = tuple(cv.z_symbol(j + 1) for j in range(kH)) if kH > 1 else (cv.Z,)
-    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(kE))
-           + sum(_rational_basis(hard[i, j]) * zh[j] for j in range(kH)) for i, v in enumerate(lk.latent)}
+    a = sp.symbols(f"a1:{easy.shape[1] + 1}", real=True)
     try:
-        e = sp.expand(lk.expr.xreplace(sub))
+        cond = _conditional_link(lk, easy, hard, a)
+        zh, e = cond.latent, sp.expand(cond.expr)
         u = sp.expand(e - e.xreplace({a_: 0 for a_ in a}))  # the part that moves with z_E
         rest = u - u.xreplace({z_: 0 for z_ in zh})  # ... must not involve z_H
         if nonzero_at_points(rest, e) or sp.simplify(rest) != 0:
@@ -924,7 +922,7 @@ def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[L
         return None
     if hard_part == 0 or hard_part.free_symbols - set(zh):
         return None
-    return Link("hard part", hard_part, kH, zh)
+    return Link("hard part", hard_part, len(zh), zh)
 
 
 def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:

@@ -191,10 +191,9 @@ def delta_star_infinity(problem, *, deltas=None, delta_range=THRESHOLD_DELTA_RAN
         crit[dl] = _criteria(preds[dl])
         return crit[dl]
 
-    # from the grid's middle, solved cold, up and then down, each solve started from the states solved so far (a
-    # cold search far above the interpolation threshold can fail where a warm one succeeds: uncentred phase retrieval
-    # at width 2, delta = 20: no solution after 139 s cold, solved in 12 s from the state at 10.4); then each delta
-    # without a state, nearest to a solved one first, once more from them
+    # from the grid's middle, solved cold, up and then down, each solve started from the states solved so far (far
+    # above the interpolation threshold a cold search can fail where a warm one succeeds: docs/theory.md §5); then
+    # each delta without a state, nearest to a solved one first, once more from them
     ladder = sorted(grid)
     mid = len(ladder) // 2
     for dl in ladder[mid:] + ladder[:mid][::-1]:
