@@ -173,10 +173,9 @@ def _binned_projection(y, w, feats, bins):
     return P[keep], means[keep]
 
 
-def _numeric_G_operator(link: Link, bins, level: int = 0):
-    """E[G (x) G] restricted to symmetric k x k matrices (as a k^2 x k^2 array), G(y) = E[zz^T|y] - I; ``bins`` a
-    number of quantile bins, or a tuple of them: then a list of operators, one per count, from one evaluation of the
-    nodes and the response."""
+def _numeric_G_operator(link: Link, bins: tuple, level: int = 0):
+    """E[G (x) G] restricted to symmetric k x k matrices (as k^2 x k^2 arrays), G(y) = E[zz^T|y] - I: one per number
+    of quantile bins in ``bins``, from one evaluation of the nodes and the response."""
     pts, w, method = quadrature_nodes(link, level)
     k = link.k
     z = pts[:, :k]
@@ -184,12 +183,12 @@ def _numeric_G_operator(link: Link, bins, level: int = 0):
     y = link.response(z, eps)
     feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
     ops = []
-    for b in (bins if isinstance(bins, tuple) else (bins,)):
+    for b in bins:
         P, means = _binned_projection(y, w, feats, b)
         Gs = means.reshape(-1, k, k) - np.eye(k)
         Gs = (Gs + Gs.transpose(0, 2, 1)) / 2
         ops.append(np.einsum("g,gij,gkl->ikjl", P / P.sum(), Gs, Gs).reshape(k * k, k * k))
-    return (ops if isinstance(bins, tuple) else ops[0]), method
+    return ops, method
 
 
 def _spectral_radius_sym(op: np.ndarray, k: int) -> float:
@@ -211,7 +210,7 @@ def delta_alg_grid(link: Link) -> DeltaAlg:
     ops, method = _numeric_G_operator(link, (1000, 2000, 4000))
     vals = [_spectral_radius_sym(op, link.k) for op in ops]
     rho = vals[2] + (vals[2] - vals[1]) / 3
-    coarse = _spectral_radius_sym(_numeric_G_operator(link, 4000, level=1)[0], link.k)
+    coarse = _spectral_radius_sym(_numeric_G_operator(link, (4000,), level=1)[0][0], link.k)
     err = abs(vals[2] - vals[1]) + abs(vals[2] - coarse) + 1e-12  # bins, plus the grid (halved)
     return _delta_alg_from_rho(rho, err, f"quadrature: binned E[z^2|y] (1000-4000 quantile bins, Richardson), "
                                          f"{method}")
