@@ -153,6 +153,32 @@ def test_gauss_legendre_rejects_bad_arguments(kw):
             rules.gauss_legendre(**kw)
 
 
+def half_moment(p):
+    """E[G^p; G > 0] = 2^(p/2) Gamma((p + 1)/2) / (2 sqrt(pi))."""
+    return 2 ** (p / 2) * math.gamma((p + 1) / 2) / (2 * math.sqrt(math.pi))
+
+
+@pytest.mark.parametrize("order", [1, 2, 5, 8, 16, 24])
+def test_half_gauss_hermite_is_exact_for_piecewise_polynomials_kinked_at_zero(order):
+    """Against the half-normal's moments in closed form: every monomial to degree 2 order - 1 on each half-line, so
+    E|G|^p, and an integrand with a kink at 0 (which Gauss-Hermite integrates to a power of 1 / order)."""
+    r = rules.half_gauss_hermite(order)
+    t = r.nodes[:, 0]
+    assert r.size == 2 * order and np.all(np.diff(t) > 0) and np.allclose(t, -t[::-1], atol=0, rtol=0)
+    assert abs(r.weights.sum() - 1) <= 1e-14
+    for p in range(2 * order):
+        pos = np.sum(r.weights[t > 0] * t[t > 0] ** p)
+        assert abs(pos - half_moment(p)) <= 2e-14 * half_moment(p), (order, p)
+    if order >= 2:  # E[max(G, 0)^3 - 2 min(G, 0)] = E[G^3; G > 0] + 2 E[G; G > 0]
+        val, _ = r.integrate(lambda x: np.maximum(x[:, 0], 0) ** 3 - 2 * np.minimum(x[:, 0], 0))
+        assert val == pytest.approx(half_moment(3) + 2 * half_moment(1), rel=1e-14)
+        gh, _ = rules.gauss_hermite(2 * order).integrate(lambda x: np.maximum(x[:, 0], 0) ** 3)
+        assert abs(gh - half_moment(3)) > 1e-8 * half_moment(3)  # the whole-line rule is not exact there
+    assert r.reference is None if order == 1 else r.reference.size == 2 * rules.lower_order(order)
+    with pytest.raises(TheorykitError):
+        rules.half_gauss_hermite(25)
+
+
 def test_gauss_legendre_normal_moments():
     r = rules.gauss_legendre_normal(2000)
     assert r.nodes.shape == (2000, 1)

@@ -36,6 +36,7 @@ items of a weighted sample below its 1/n quantile: what a sample of n points doe
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -211,6 +212,41 @@ def gauss_hermite(order: int, dim: int = 1, reference: Optional[int] = None) -> 
     out = tensor(one, dim)
     return Rule(out.nodes, out.weights, f"tensor Gauss-Hermite, {order} nodes per axis over {dim} axes",
                 "deterministic", out.degree, _coarser=None if ref == order else (lambda: gauss_hermite(ref, dim, ref)))
+
+
+def half_gauss_hermite(order: int) -> Rule:
+    """The N(0, 1) law by a Gauss rule on each half-line: ``order`` nodes on (0, inf) for the weight exp(-z^2 / 2) /
+    sqrt(2 pi) there (half-range Hermite), mirrored to (-inf, 0); weights sum to 1.  Exact for every integrand that
+    is a polynomial of degree <= 2 order - 1 on each half-line (one with a kink or a jump at 0), where Gauss-Hermite
+    converges like a power of 1 / order and Gauss-Legendre on [0, width] pays for the density's tail.  The
+    recurrence coefficients come from Stieltjes' procedure on the discretised weight (composite Gauss-Legendre, 64
+    panels of 16 nodes on [0, 16]: its moments are exact to rounding), the nodes and weights from the Jacobi matrix
+    (Golub-Welsch).  Companion: lower_order(order) nodes per half-line."""
+    order = _int("order", order, 1, 24)  # Stieltjes loses digits beyond (1e-9 in the moments at 28 nodes)
+    t, w = _half_normal_gauss(order)
+    lo = lower_order(order)
+    return Rule(np.concatenate([-t[::-1], t])[:, None], np.concatenate([w[::-1], w]),
+                f"half-range Gauss-Hermite, {order} nodes on each half-line", "deterministic", 2 * order - 1,
+                _coarser=None if lo == order else (lambda: half_gauss_hermite(lo)))
+
+
+@functools.lru_cache(maxsize=16)
+def _half_normal_gauss(order: int) -> tuple:
+    u, w0 = _composite_unit(64, 16)
+    x = 8.0 * (u + 1.0)
+    w = 8.0 * w0 * np.exp(-x * x / 2) / np.sqrt(2 * np.pi)
+    alpha, beta = np.zeros(order), np.zeros(order)
+    p_prev, p = np.zeros_like(x), np.ones_like(x)
+    norm_prev = 1.0
+    for k in range(order):
+        norm = float(np.sum(w * p * p))
+        alpha[k] = float(np.sum(w * x * p * p)) / norm
+        beta[k] = norm / norm_prev if k else norm  # beta_0 = the total mass (1/2)
+        p_prev, p = p, (x - alpha[k]) * p - (beta[k] if k else 0.0) * p_prev
+        norm_prev = norm
+    J = np.diag(alpha) + np.diag(np.sqrt(beta[1:]), 1) + np.diag(np.sqrt(beta[1:]), -1)
+    nodes, vecs = np.linalg.eigh(J)
+    return nodes, beta[0] * vecs[0] ** 2
 
 
 # ------------------------------------------------------------------------------------------------- Gauss-Legendre

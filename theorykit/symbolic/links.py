@@ -886,26 +886,42 @@ def _rational_basis(v: float):
 
 
 def _scaled_shift(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[tuple]:
-    """(c, Link of u) when y = b(z_E) + c(z_E) u(z_H) with c a non-zero polynomial in the easy coordinates (zero on
-    a null set only) and one hard direction, noiseless; else None.  Given z_E (c != 0), y is an affine image of u(z_H),
-    so E[z_H z_H^T | y, z_E] is u's and delta_alg_hard is u's delta_alg."""
-    if lk.noisy or hard.shape[1] != 1:
+    """(c, Link of u) when y = b(z_E) + c(z_E) u(z_H) with c zero on a null set only (:func:`_nonzero_a_s`: a
+    polynomial, sign(z1 + z2), exp(z1)), noiseless, any number of hard directions; else None.  Given z_E (c != 0), y
+    is an affine image of u(z_H), so E[z_H z_H^T | y, z_E] is u's and delta_alg_hard is u's delta_alg."""
+    if lk.noisy:
         return None
     kE = easy.shape[1]
     a = sp.symbols(f"a1:{kE + 1}", real=True)
-    z = cv.Z
     try:
-        h = _conditional_link(lk, easy, hard, a).expr
-        g = sp.expand(h - h.xreplace({z: 0}))
-        parts = sp.separatevars(g, symbols=[z], dict=True)
+        cond = _conditional_link(lk, easy, hard, a)
+        zh, h = cond.latent, cond.expr
+        g = sp.expand(h - h.xreplace({z_: 0 for z_ in zh}))
+        c, u = sp.factor_terms(g).as_independent(*zh, as_Add=False)
+        if c.free_symbols - set(a) or u.free_symbols - set(zh):  # a sum whose terms share a factor only after factor
+            c, u = sp.factor(g).as_independent(*zh, as_Add=False)
     except Exception:
         return None
-    if not parts or z not in parts:
+    if u.free_symbols != set(zh) or not c.free_symbols or not c.free_symbols <= set(a) or not _nonzero_a_s(c):
         return None
-    c, u = sp.sympify(parts["coeff"]), sp.sympify(parts[z])
-    if u.free_symbols != {z} or c == 0 or not c.free_symbols <= set(a) or not c.is_polynomial(*a):
-        return None
-    return c, Link("hard part", u, 1, (z,))
+    return c, Link("hard part", u, len(zh), zh)
+
+
+_NOT_ANALYTIC = (sp.Piecewise, sp.Max, sp.Min, sp.Heaviside, sp.floor, sp.ceiling, sp.frac, sp.sign, sp.Abs)
+
+
+def _nonzero_a_s(c: sp.Expr) -> bool:
+    """True when c(z_E) vanishes on a null set only: each factor (or the base of a power) is real-analytic -- built
+    without Piecewise, Max, Min, jumps, sign or Abs, those two allowed around it -- and non-zero at a random point; a
+    real-analytic function that is not identically zero vanishes on a null set.  False otherwise (relu(z1): zero on
+    a half-line), or when it cannot tell."""
+    for f in sp.Mul.make_args(c):
+        base = f.base if f.is_Pow and f.exp.is_number else f
+        if isinstance(base, (sp.sign, sp.Abs)):
+            base = base.args[0]
+        if base.has(*_NOT_ANALYTIC) or not (base.is_number or nonzero_at_points(base)):
+            return False
+    return c != 0
 
 
 def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[Link]:
@@ -932,27 +948,32 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     """(DeltaAlg or None, reason): the weak-recovery threshold of the hard subspace once the easy coordinates z_E
     are known (a staircase is learned stage by stage): 1 / rho_H with rho_H the spectral radius of
     M -> E[G_H M G_H], G_H(y, z_E) = E[z_H z_H^T | y, z_E] - I (docs/theory.md §2).  The hard coordinates are
-    independent of z_E, so rho_H = E_{z_E}[rho(z_E)], rho(a) that of the single-index link z -> h(E a + h z).
+    independent of z_E, so the operator is the average over z_E of the link z_H -> h(E a + H z_H)'s at a = z_E; for
+    one hard direction rho_H = E_{z_E}[rho(z_E)].
 
-    Tiers: exact when the single-index closed form holds for symbolic a and does not depend on it (y = z1 + z2^2:
-    given z1, y fixes z2^2, so 1/2); else Gauss-Hermite over z_E (HARD_GH_NODES per coordinate, error against half
-    of them plus the nodes' own errors) of each node's single-index delta_alg.  One hard direction, noiseless,
-    at most two easy coordinates; otherwise (None, why)."""
+    Tiers: a shift or a scaled shift of a link u of the hard coordinates (u's delta_alg); for one hard direction
+    the single-index closed form for symbolic a when it does not depend on a (y = z1 + z2^2: 1/2), else Gauss-Hermite
+    over z_E (HARD_GH_NODES per coordinate, at most two coordinates; error against half of them plus the nodes' own)
+    of each node's single-index delta_alg; for two hard directions and one easy, :func:`_hard_operator_average`.
+    Otherwise, and for noisy links, (None, why)."""
     kE, kH = easy.shape[1], hard.shape[1]
     sep = _shift_separable(lk, easy, hard)
     if sep is not None:  # y = g(z_E) + u(z_H): given z_E, the hard coordinates see the link u
         da = analyse_link(sep).delta_alg
         return replace(da, method=f"given the easy coordinates y is a shift of u(z_H) = {sep.expr}: its delta_alg "
                                   f"({da.method})"), ""
-    if kH != 1 or kE > 2 or lk.noisy:
-        return None, (f"not computed: conditioning is implemented for one hard direction, at most two easy ones and "
-                      f"noiseless links (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
     scaled = _scaled_shift(lk, easy, hard)
-    if scaled is not None:  # y = b(z_E) + c(z_E) u(z_H): given z_E (c != 0 almost surely), the hard coordinate sees u
+    if scaled is not None:  # y = b(z_E) + c(z_E) u(z_H): given z_E (c != 0 almost surely), the hard coordinates see u
         c, u = scaled
         da = analyse_link(u).delta_alg
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
-                                  f"{c}, a polynomial: non-zero almost surely): its delta_alg ({da.method})"), ""
+                                  f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
+    if lk.noisy or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+        return None, (f"not computed: conditioning is implemented for noiseless links with one hard direction and at "
+                      f"most two easy ones, or two hard and one easy (this link: {kH} hard, {kE} easy"
+                      f"{', noisy' if lk.noisy else ''})")
+    if kH == 2:
+        return _hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
     try:  # the closed form with the easy coordinates as symbols: SymPy's monotonicity test can run for minutes on
         # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS
@@ -1006,6 +1027,76 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
                                f"coordinate, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in the "
                                f"error; error against {HARD_GH_NODES // 2}) of the single-index delta_alg of the hard "
                                f"coordinate given them (docs/theory.md §2)"), ""
+
+
+#: the two-variable mesh rule (cells per axis, levels) of each node of :func:`_hard_operator_average` when y given
+#: the easy coordinate is not homogeneous in the hard ones (theorykit.symbolic.simplex; its default is 1200, 2400)
+HARD_SIMPLEX_RULE = (300, 600)
+#: nodes per half-line of :func:`_hard_operator_average`'s average over the easy coordinate (half of them for its
+#: error): the operator is often only piecewise smooth in z_E, with its kink at 0 (y = z1 + z2^2 + z1 z3^2 changes
+#: type there), where Gauss-Hermite over the whole line converges slowly
+HARD_OPERATOR_ORDER = 16
+
+
+def _node_operator(cl: Link) -> Optional[tuple]:
+    """(coarse, fine, error factor, rule) of E_y[G (x) G] for a two-variable noiseless link: on the sphere when y is
+    a strictly monotone function of a homogeneous u (error factor 1, as :func:`delta_alg_sphere`), else by the
+    simplex mesh (factor 2, as :func:`delta_alg_simplex`, continuous links only); None when neither applies."""
+    from .simplex import simplex_operator
+    from .sphere import sphere_operator
+
+    inner, _ = _strip_monotone(cl)
+    got = sphere_operator(inner)
+    if got is not None:
+        return got[0], got[1], 1.0, "on the sphere"
+    response = _mesh_response(cl, False)
+    got = simplex_operator(response, 2, 2, HARD_SIMPLEX_RULE) if response is not None else None
+    if got is not None:
+        return got[0], got[1], 2.0, f"by the simplex mesh ({HARD_SIMPLEX_RULE[0]} cells per axis)"
+    return None
+
+
+def _hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
+    """Two hard directions given one easy coordinate: rho_H is the top eigenvalue of the average over z_E ~ N(0, 1)
+    of each node's operator M -> E_y[G M G | z_E] on symmetric 2 x 2 matrices (not the average of the nodes' top
+    eigenvalues: the operators need not share an eigenvector), by a Gauss rule on each half-line
+    (:func:`theorykit.rules.half_gauss_hermite`, HARD_OPERATOR_ORDER nodes each), each node's operator on the sphere
+    or by the simplex mesh.  Error: the change against half the nodes, plus the rule's (fine against coarse, times
+    its factor)."""
+    from ..rules import half_gauss_hermite
+
+    cache: dict = {}
+
+    def op_at(a: float):
+        if a not in cache:
+            cache[a] = _node_operator(_conditional_link(lk, easy, hard, [sp.Float(a, 17)]))
+        return cache[a]
+
+    def average(order):
+        rule = half_gauss_hermite(order)
+        coarse, fine, factor, rules = np.zeros((4, 4)), np.zeros((4, 4)), 0.0, set()
+        for a, wt in zip(rule.nodes[:, 0], rule.weights):
+            got = op_at(float(a))
+            if got is None:
+                raise TheorykitError(f"the link given the easy coordinate {a:.3g} is neither homogeneous nor "
+                                     f"continuous in the hard ones (a jump)")
+            coarse += wt * got[0]
+            fine += wt * got[1]
+            factor = max(factor, got[2])
+            rules.add(got[3])
+        rc, rf = _spectral_radius_sym(coarse, 2), _spectral_radius_sym(fine, 2)
+        return rf, factor * abs(rf - rc), rules
+
+    try:
+        rho, err, rules = average(HARD_OPERATOR_ORDER)
+        rho2, _, _ = average(HARD_OPERATOR_ORDER // 2)
+    except TheorykitError as e:
+        return None, f"not computed: {str(e).splitlines()[0]}"
+    return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
+                               f"quadrature: a Gauss rule on each half-line of the easy coordinate "
+                               f"({HARD_OPERATOR_ORDER} nodes each; error against {HARD_OPERATOR_ORDER // 2}) of the "
+                               f"operator M -> E[G M G | z_E] of the two hard coordinates given it "
+                               f"({', '.join(sorted(rules))}), then its top eigenvalue (docs/theory.md §2)"), ""
 
 
 def _generative_exponent(lk: Link, max_degree: int) -> Optional[int]:
