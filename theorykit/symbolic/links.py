@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -27,8 +28,8 @@ import sympy as sp
 
 from .. import conventions as cv
 from ..errors import TheorykitError
-from ..rules import (conditional_means, gauss_legendre_normal, monte_carlo_normal, quantile_bins, round_significant,
-                     tensor)
+from ..rules import (conditional_means, gauss_legendre_normal, half_gauss_hermite, monte_carlo_normal, quantile_bins,
+                     round_significant, tensor)
 from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point, nonzero_at_points, in_child
 from .ingredients import Link, link as make_link
 
@@ -852,12 +853,17 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
     return LinkAnalysis(lk, lk.k, info, gen, easy, hard, da, method, tuple(notes), hard_da, why)
 
 
-#: Gauss-Hermite nodes per easy coordinate of :func:`delta_alg_hard`'s average (and of its companion, half of them)
+#: Gauss-Hermite nodes per easy coordinate of :func:`delta_alg_hard`'s average over two easy coordinates (and of its
+#: companion, half of them)
 HARD_GH_NODES = 16
+#: ... and nodes per half-line of its average over one (:func:`theorykit.rules.half_gauss_hermite`)
+HARD_HALF_ORDER = 12
 #: ... its two-dimensional grid turned by this angle (radians): off the axes and the diagonals
 HARD_GRID_TURN = 0.3
-#: ... and the closed form tried at this many nodes first; the rest only if it held at one of them
+#: ... and the closed form tried at this many nodes first; the rest only while it held at every node tried, and
+#: within HARD_CLOSED_BUDGET seconds in all (a link with sin(z1) z3^2 + z2 z3^4 spent 326 s on them before)
 HARD_CLOSED_TRIES = 3
+HARD_CLOSED_BUDGET = 4.0
 #: seconds for the closed form with the easy coordinates as symbols, and at one node
 HARD_SYMBOLIC_SECONDS = 5.0
 HARD_NODE_SECONDS = 2.0
@@ -871,15 +877,16 @@ def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
     H the orthonormal easy and hard bases: single-index in z (cv.Z) for one hard direction, else in z1, z2, ..."""
     kH = hard.shape[1]
     zh = tuple(cv.z_symbol(j + 1) for j in range(kH)) if kH > 1 else (cv.Z,)
-    sub = {v: sum(_rational_basis(easy[i, e]) * a[e] for e in range(easy.shape[1]))
-           + sum(_rational_basis(hard[i, j]) * zh[j] for j in range(kH)) for i, v in enumerate(lk.latent)}
+    sub = {v: sum(_rational_basis(float(easy[i, e])) * a[e] for e in range(easy.shape[1]))
+           + sum(_rational_basis(float(hard[i, j])) * zh[j] for j in range(kH)) for i, v in enumerate(lk.latent)}
     return Link("hard|easy", lk.expr.xreplace(sub), kH, zh)
 
 
+@functools.lru_cache(maxsize=256)
 def _rational_basis(v: float):
     """A basis entry as an exact number where it is one (0, rationals, with sqrt(2), sqrt(3)); the QR's rounding
     (entries of 1e-16 where the exact basis has 0) is dropped, not kept as a tiny rational that breaks the
-    conditional link's symmetries."""
+    conditional link's symmetries.  Memoised: nsimplify's search (PSLQ) takes 0.1 s on an entry it cannot name."""
     if abs(float(v)) < 1e-12:
         return sp.Integer(0)
     return sp.nsimplify(float(v), [sp.sqrt(2), sp.sqrt(3)], tolerance=1e-12)
@@ -984,7 +991,10 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:
         return DeltaAlg(ex.exact, ex.value, 0.0, f"exact: given the easy coordinates, {ex.method.split(': ', 1)[-1]}"
                         ), ""
-    closed = [0, 0]  # per-node closed forms tried, found
+    closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
+    direction = _easy_direction(cond, a) if kE == 2 and cond is not None else None
+    one_dim = kE == 1 or direction is not None
+    order = HARD_HALF_ORDER if one_dim else HARD_GH_NODES
 
     def at(node) -> Link:
         if cond is None:
@@ -992,24 +1002,35 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         return Link("hard|easy", cond.expr.xreplace({s_: sp.Float(float(c), 17) for s_, c in zip(a, node)}), 1,
                     (cv.Z,))
 
-    def average(n):
+    def rule(n):
+        if one_dim:  # a Gauss rule on each half-line: exact where the node's rho is a polynomial on each side of a
+            # kink at 0 (y = z1 + relu(z1) z2^2), where Gauss-Hermite converges slowly
+            r = half_gauss_hermite(n)
+            return r.nodes[:, :1] * (np.ones(1) if direction is None else direction)[None, :], r.weights
         x, w = np.polynomial.hermite_e.hermegauss(n)
         w = w / w.sum()
         nodes = np.array(np.meshgrid(*([x] * kE), indexing="ij")).reshape(kE, -1).T
-        if kE == 2:  # turned off the axes and diagonals (a rotation keeps the Gaussian rule): a tensor grid lies on
-            # them, where a conditional link can degenerate on a null set (y = (a1 + a2) z^2: constant on a1 = -a2)
-            c_, s_ = math.cos(HARD_GRID_TURN), math.sin(HARD_GRID_TURN)
-            nodes = nodes @ np.array([[c_, s_], [-s_, c_]])
-        ws = np.prod(np.array(np.meshgrid(*([w] * kE), indexing="ij")).reshape(kE, -1), axis=0)
+        # turned off the axes and diagonals (a rotation keeps the Gaussian rule): a tensor grid lies on them, where a
+        # conditional link can degenerate on a null set (y = (a1 + a2) z^2: constant on a1 = -a2)
+        c_, s_ = math.cos(HARD_GRID_TURN), math.sin(HARD_GRID_TURN)
+        nodes = nodes @ np.array([[c_, s_], [-s_, c_]])
+        return nodes, np.prod(np.array(np.meshgrid(*([w] * kE), indexing="ij")).reshape(kE, -1), axis=0)
+
+    def average(n):
+        nodes, ws = rule(n)
         keep = ws >= HARD_WEIGHT_FLOOR  # the rest counted as rho = 0: a bias of at most 2 x their mass (rho <= 2)
         rho, err = 0.0, 2.0 * float(ws[~keep].sum())
         for node, wt in zip(nodes[keep], ws[keep]):
             cl = at(node)
             d = None
-            if closed[0] < HARD_CLOSED_TRIES or closed[1]:  # a node's closed form, while it keeps being found
+            if closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
+                # a node's closed form, while every one tried was found, within a budget of seconds (SymPy takes
+                # 1-2 s for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
+                t0 = time.perf_counter()
+                d = in_child(_delta_alg_exact_single, (cl,), HARD_NODE_SECONDS)
                 closed[0] += 1
-                d = in_child(_delta_alg_exact_single, (cl,), HARD_NODE_SECONDS)  # SymPy's monotonicity test hangs
-                closed[1] += d is not None  # on some numeric quartics (0.3 + c z^2 + sin(c) z^4)
+                closed[1] += d is not None
+                closed[2] += time.perf_counter() - t0
             d = d or delta_alg_grid(cl)
             if d.value is None:  # no recovery at this node: it contributes rho = 0
                 continue
@@ -1018,15 +1039,55 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         return rho, err
 
     try:
-        rho, err = average(HARD_GH_NODES)
-        rho2, _ = average(HARD_GH_NODES // 2)
+        rho, err = average(order)
+        rho2, _ = average(order // 2)
     except TheorykitError as e:
         return None, f"not computed: {str(e).splitlines()[0]}"
+    if one_dim:
+        over = ("the easy coordinate" if direction is None else
+                f"w.z_E, w = ({direction[0]:.6g}, {direction[1]:.6g}), the one combination of the easy coordinates "
+                f"the hard part depends on (checked at {DIRECTION_POINTS} random points)")
+        how = f"a Gauss rule on each half-line of {over} ({order} nodes each"
+    else:
+        how = f"Gauss-Hermite over the easy coordinates ({order} nodes per coordinate"
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
-                               f"quadrature: Gauss-Hermite over the easy coordinates ({HARD_GH_NODES} nodes per "
-                               f"coordinate, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in the "
-                               f"error; error against {HARD_GH_NODES // 2}) of the single-index delta_alg of the hard "
+                               f"quadrature: {how}, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in "
+                               f"the error; error against {order // 2}) of the single-index delta_alg of the hard "
                                f"coordinate given them (docs/theory.md §2)"), ""
+
+
+#: random points at which :func:`_easy_direction` checks that the hard part depends on one combination w.z_E only
+DIRECTION_POINTS = 64
+
+
+def _easy_direction(cond: Link, a) -> Optional[np.ndarray]:
+    """w (unit, one entry per easy coordinate) when g(a, z) = h(E a + H z) - h(E a) depends on a only through w.a
+    (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4: w = (1, -1) / sqrt 2): then dg/da_i = w_i G', so
+    w_2 dg/da_1 - w_1 dg/da_2 vanishes, checked to 1e-9 of the gradient's size at DIRECTION_POINTS random points (a
+    numerical identity test: an analytic function that is not identically zero is not that small at all of them).
+    The shift h(E a) is known given a and does not change E[z^2 | y, a].  None otherwise, or when it cannot tell."""
+    zs = cond.latent
+    try:
+        g = cond.expr - cond.expr.xreplace({z_: 0 for z_ in zs})
+        grads = [sp.diff(g, s_) for s_ in a]
+        if any(gr.has(sp.DiracDelta, sp.Derivative, sp.Subs) for gr in grads):
+            return None
+        f = sp.lambdify(list(a) + list(zs), grads, modules="numpy")
+        pts = np.random.default_rng(20261207).standard_normal((DIRECTION_POINTS, len(a) + len(zs)))
+        with np.errstate(all="ignore"):
+            G = np.array([np.broadcast_to(np.asarray(v, dtype=float), (DIRECTION_POINTS,)) for v in f(*pts.T)]).T
+    except Exception:
+        return None
+    if not np.all(np.isfinite(G)):
+        return None
+    norms = np.linalg.norm(G, axis=1)
+    if norms.max() <= 1e-12:
+        return None
+    w = G[int(np.argmax(norms))] / norms.max()
+    w = w if w[int(np.argmax(np.abs(w)))] > 0 else -w
+    if np.max(np.abs(G[:, 0] * w[1] - G[:, 1] * w[0])) > 1e-9 * max(1.0, float(norms.max())):
+        return None
+    return w
 
 
 #: the two-variable mesh rule (cells per axis, levels) of each node of :func:`_hard_operator_average` when y given
@@ -1063,8 +1124,6 @@ def _hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tupl
     (:func:`theorykit.rules.half_gauss_hermite`, HARD_OPERATOR_ORDER nodes each), each node's operator on the sphere
     or by the simplex mesh.  Error: the change against half the nodes, plus the rule's (fine against coarse, times
     its factor)."""
-    from ..rules import half_gauss_hermite
-
     cache: dict = {}
 
     def op_at(a: float):
