@@ -112,6 +112,32 @@ def test_a_child_call_past_its_time_limit_answers_none_at_once():
     assert in_child(sp.factorial, (sp.Integer(5),), 30) == 120
 
 
+def _slow_square(x):
+    import time
+
+    time.sleep(0.6)
+    return x * x
+
+
+def test_a_child_call_runs_beside_the_caller_and_counts_its_limit_from_its_start():
+    """start_in_child: the child works while the caller does (the hard threshold's closed form beside its numerical
+    average); result(limit, since_start=True) waits only for what is left of the limit, and kills the child."""
+    import time
+
+    from theorykit.symbolic.gaussian import start_in_child
+
+    call = start_in_child(_slow_square, (7,))
+    assert not call.ready(0.0)
+    time.sleep(1.0)  # the caller's own work, longer than the child's
+    t0 = time.perf_counter()
+    assert call.ready(0.0) and call.result(5.0, since_start=True) == 49 and time.perf_counter() - t0 < 0.5
+    late = start_in_child(time.sleep, (30,))
+    time.sleep(0.8)
+    t0 = time.perf_counter()
+    assert late.result(1.0, since_start=True) is None and time.perf_counter() - t0 < 0.6
+    assert late.result(1.0) is None  # collected once: later calls answer None
+
+
 def test_a_non_zero_expression_is_refuted_by_numbers():
     """nonzero_at_points: clearly non-zero somewhere -> True, with no simplify; an identity that is zero -> False (the
     symbolic proof then decides), also with a positive parameter."""

@@ -22,6 +22,7 @@ import multiprocessing as mp_proc
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -321,32 +322,58 @@ def _child_worker(fn, args, conn):
         conn.close()
 
 
+class ChildCall:
+    """fn(*args) started in a forked child process (:func:`start_in_child`); :meth:`result` waits for it."""
+
+    def __init__(self, fn, args: tuple):
+        self.started = time.monotonic()
+        self.proc = self.conn = None
+        try:
+            ctx = mp_proc.get_context("fork")
+        except ValueError:
+            return
+        self.conn, child = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_child_worker, args=(fn, args, child), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def result(self, time_limit: float, since_start: bool = False):
+        """Its result (picklable), waiting at most ``time_limit`` seconds (counted from the start with
+        ``since_start``); None on failure, on timeout, or where fork is unavailable.  The child is killed either way."""
+        if self.proc is None:
+            return None
+        wait = time_limit - (time.monotonic() - self.started if since_start else 0.0)
+        res = None
+        try:
+            if wait > 0 and self.conn.poll(wait):
+                try:
+                    res = self.conn.recv()
+                except EOFError:
+                    res = None
+        finally:  # also when a wall-clock limit interrupts the wait: never leave the child running
+            self.proc.kill()
+            self.proc.join(1)
+            self.conn.close()
+            self.proc = None
+        return res
+
+    def ready(self, wait: float = 0.0) -> bool:
+        """Whether its answer (or its end) has arrived, waiting at most ``wait`` seconds."""
+        return self.proc is not None and self.conn.poll(wait)
+
+
+def start_in_child(fn, args: tuple) -> ChildCall:
+    """fn(*args) in a forked child, running while the caller goes on; collect it with ``.result(limit)``."""
+    return ChildCall(fn, args)
+
+
 def in_child(fn, args: tuple, time_limit: float):
     """fn(*args) in a forked child process, killed after ``time_limit`` seconds: its result (picklable), or None on
     failure, on timeout, or where fork is unavailable.  For SymPy calls that can run for minutes on some inputs
     (integrate, monotonicity with parameters) and that no signal-based limit can interrupt when an outer one governs."""
     if time_limit <= 0:
         return None
-    try:
-        ctx = mp_proc.get_context("fork")
-    except ValueError:
-        return None
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child_worker, args=(fn, args, child), daemon=True)
-    proc.start()
-    child.close()
-    res = None
-    try:
-        if parent.poll(time_limit):
-            try:
-                res = parent.recv()
-            except EOFError:
-                res = None
-    finally:  # also when a wall-clock limit interrupts the wait: never leave the child running
-        proc.kill()
-        proc.join(1)
-        parent.close()
-    return res
+    return start_in_child(fn, args).result(time_limit)
 
 
 def _integrate(expr, v):
@@ -391,9 +418,17 @@ SEPARABLE_MAX_TERMS = 64
 
 def _separable_terms(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Optional[list]:
     """expr as a sum of products of one-variable factors, [(coefficient, {variable: factor})], or None when a term
-    couples two variables (or the expansion has more than SEPARABLE_MAX_TERMS terms)."""
+    couples two variables (or the expansion has more than SEPARABLE_MAX_TERMS terms).  Sines and cosines of sums are
+    expanded first when the plain expansion couples (sin(z1 - z2) = sin z1 cos z2 - cos z1 sin z2)."""
+    got = _separate(expr, variables, trig=False)
+    if got is None and expr.has(sp.sin, sp.cos):
+        got = _separate(expr, variables, trig=True)
+    return got
+
+
+def _separate(expr: sp.Expr, variables: Sequence[sp.Symbol], trig: bool) -> Optional[list]:
     try:
-        terms = sp.Add.make_args(sp.expand(expr))
+        terms = sp.Add.make_args(sp.expand(sp.expand_trig(expr) if trig else expr))
     except Exception:
         return None
     if len(terms) > SEPARABLE_MAX_TERMS:
@@ -421,6 +456,19 @@ def _one_variable_sum(g, nodes: np.ndarray, weights: np.ndarray) -> float:
         return float(np.sum(weights * np.broadcast_to(np.asarray(g(nodes), dtype=float), nodes.shape)))
 
 
+@lru_cache(maxsize=8)
+def _tensor_grid(order: int, dim: int) -> tuple:
+    """The tensor Gauss-Hermite rule's nodes as ``dim`` arrays of shape (order,) * dim and its weights (read-only),
+    built once: the link analysis asks for the same grid for every moment (3 s of 10 for a three-variable link)."""
+    rule = gauss_hermite(order, dim)
+    shape = (order,) * dim
+    grids = [np.ascontiguousarray(rule.nodes[:, i]).reshape(shape) for i in range(dim)]
+    wts = rule.weights.reshape(shape)
+    for a in grids + [wts]:
+        a.setflags(write=False)
+    return grids, wts
+
+
 def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60) -> tuple[float, float]:
     """E[expr] over 2-3 Gaussian variables by tensor Gauss-Hermite (:func:`theorykit.rules.gauss_hermite`, 2*order
     nodes per axis); error from comparing with order nodes per axis (docs/theory.md §3, numerics).  Where expr
@@ -445,10 +493,8 @@ def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60
             vals.append(total)
             continue
         f = sp.lambdify(list(variables), expr, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
-        rule = gauss_hermite(o, D)
-        shape = (o,) * D  # the tensor grid, evaluated as D-dimensional arrays
-        grids = [np.ascontiguousarray(rule.nodes[:, i]).reshape(shape) for i in range(D)]
-        wts = rule.weights.reshape(shape)
+        grids, wts = _tensor_grid(o, D)
+        shape = wts.shape
         with np.errstate(all="ignore"):
             fv = np.broadcast_to(np.asarray(f(*grids), dtype=float), shape)
         vals.append(float(np.sum(wts * fv)))

@@ -30,8 +30,10 @@ from .. import conventions as cv
 from ..errors import TheorykitError
 from ..rules import (conditional_means, gauss_legendre_normal, half_gauss_hermite, monte_carlo_normal, quantile_bins,
                      round_significant, tensor)
-from .gaussian import expectation, truncate, breakpoints, NotClosed, interior_point, nonzero_at_points, in_child
+from .gaussian import (expectation, truncate, breakpoints, NotClosed, interior_point, nonzero_at_points, in_child,
+                       start_in_child)
 from .ingredients import Link, link as make_link
+from .lambdify import lambdify_safe
 
 
 @dataclass(frozen=True)
@@ -174,14 +176,15 @@ def _binned_projection(y, w, feats, bins):
     return P[keep], means[keep]
 
 
-def _numeric_G_operator(link: Link, bins: tuple, level: int = 0):
+def _numeric_G_operator(link: Link, bins: tuple, level: int = 0, response=None):
     """E[G (x) G] restricted to symmetric k x k matrices (as k^2 x k^2 arrays), G(y) = E[zz^T|y] - I: one per number
-    of quantile bins in ``bins``, from one evaluation of the nodes and the response."""
+    of quantile bins in ``bins``, from one evaluation of the nodes and the response (``response(z, eps)`` in place of
+    link.response when given)."""
     pts, w, method = quadrature_nodes(link, level)
     k = link.k
     z = pts[:, :k]
     eps = pts[:, k] if link.noisy else None
-    y = link.response(z, eps)
+    y = (response or link.response)(z, eps)
     feats = np.stack([z[:, i] * z[:, j] for i in range(k) for j in range(k)], axis=1)
     ops = []
     for b in bins:
@@ -206,12 +209,16 @@ def _delta_alg_from_rho(rho: float, err: float, method: str) -> DeltaAlg:
     return DeltaAlg(None, float(1.0 / rho), float(err / rho ** 2), method)
 
 
-def delta_alg_grid(link: Link) -> DeltaAlg:
-    """Noiseless single index: fine 1-D grid in z, quantile bins in y, Richardson in the number of bins."""
-    ops, method = _numeric_G_operator(link, (1000, 2000, 4000))
+def delta_alg_grid(link: Link, level: int = 0, response=None) -> DeltaAlg:
+    """Noiseless single index: fine 1-D grid in z, quantile bins in y, Richardson in the number of bins; its error
+    the bins' change plus the change to the grid with half the panels.  ``level``: the grid's (as
+    :func:`quadrature_nodes`), the coarse one at level + 1 (the hard threshold's averages use level 1: half the
+    cost per node).  ``response(z, eps)``: y in place of link.response (the hard threshold's nodes share one
+    lambdification of the link given symbolic easy coordinates)."""
+    ops, method = _numeric_G_operator(link, (1000, 2000, 4000), level, response)
     vals = [_spectral_radius_sym(op, link.k) for op in ops]
     rho = vals[2] + (vals[2] - vals[1]) / 3
-    coarse = _spectral_radius_sym(_numeric_G_operator(link, (4000,), level=1)[0][0], link.k)
+    coarse = _spectral_radius_sym(_numeric_G_operator(link, (4000,), level + 1, response)[0][0], link.k)
     err = abs(vals[2] - vals[1]) + abs(vals[2] - coarse) + 1e-12  # bins, plus the grid (halved)
     return _delta_alg_from_rho(rho, err, f"quadrature: binned E[z^2|y] (1000-4000 quantile bins, Richardson), "
                                          f"{method}")
@@ -863,10 +870,14 @@ HARD_GRID_TURN = 0.3
 #: ... and the closed form tried at this many nodes first; the rest only while it held at every node tried, and
 #: within HARD_CLOSED_BUDGET seconds in all (a link with sin(z1) z3^2 + z2 z3^4 spent 326 s on them before)
 HARD_CLOSED_TRIES = 3
-HARD_CLOSED_BUDGET = 4.0
+HARD_CLOSED_BUDGET = 2.0
 #: seconds for the closed form with the easy coordinates as symbols, and at one node
 HARD_SYMBOLIC_SECONDS = 5.0
-HARD_NODE_SECONDS = 2.0
+#: ... waited for alone; beyond, the numerical average runs beside it
+HARD_SYMBOLIC_GRACE = 1.0
+HARD_NODE_SECONDS = 1.0
+#: the grid level of each node's delta_alg in the average (:func:`delta_alg_grid`; its error is measured per node)
+HARD_GRID_LEVEL = 1
 #: nodes of the average with a smaller weight are skipped and their mass added to the error: a node's rho =
 #: E[(E[z^2|y] - 1)^2] is at most E[(z^2 - 1)^2] = 2 (Jensen), so the bias is at most twice the mass skipped
 HARD_WEIGHT_FLOOR = 1e-6
@@ -905,13 +916,52 @@ def _scaled_shift(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[tupl
         zh, h = cond.latent, cond.expr
         g = sp.expand(h - h.xreplace({z_: 0 for z_ in zh}))
         c, u = sp.factor_terms(g).as_independent(*zh, as_Add=False)
-        if c.free_symbols - set(a) or u.free_symbols - set(zh):  # a sum whose terms share a factor only after factor
-            c, u = sp.factor(g).as_independent(*zh, as_Add=False)
+        if c.free_symbols - set(a) or u.free_symbols - set(zh):  # no common factor in the sum's terms: a product
+            # c(a) u(z) all the same? (sympy's factor took 12 s on such a polynomial with the basis's rationals)
+            c, u = _rank_one_split(g, a, zh)
     except Exception:
+        return None
+    if c is None:
         return None
     if u.free_symbols != set(zh) or not c.free_symbols or not c.free_symbols <= set(a) or not _nonzero_a_s(c):
         return None
     return c, Link("hard part", u, len(zh), zh)
+
+
+#: easy and hard points of :func:`_rank_one_split`'s numerical test
+RANK_ONE_POINTS = 8
+#: simple values tried for the fixed point (a0 or z0) of the split, so that u and c stay exact
+_SIMPLE = (1, 2, -1, sp.Rational(1, 2), 3, -2)
+
+
+def _rank_one_split(g: sp.Expr, a, zh) -> tuple:
+    """(c(a), u(z)) with g = c(a) u(z) when g's matrix of values on random points (a_i, z_j) has rank one (to 1e-10
+    of its norm: a numerical identity test, as :func:`easy_direction`'s): u = g(a0, .) and c = g(., z0) / u(z0) at
+    simple points a0, z0 where they are non-zero (the scale of u does not move its delta_alg).  (None, None)
+    otherwise."""
+    syms = list(a) + list(zh)
+    f = sp.lambdify(syms, g, modules="numpy")
+    rng = np.random.default_rng(20261207)
+    A = rng.standard_normal((RANK_ONE_POINTS, len(a)))
+    Z = rng.standard_normal((RANK_ONE_POINTS, len(zh)))
+    with np.errstate(all="ignore"):
+        M = np.array([[float(f(*ai, *zj)) for zj in Z] for ai in A])
+    if not np.all(np.isfinite(M)):
+        return None, None
+    sv = np.linalg.svd(M, compute_uv=False)
+    if sv[0] <= 1e-12 or sv[1] > 1e-10 * sv[0]:
+        return None, None
+    for v in _SIMPLE:
+        a0 = {s_: sp.Integer(v) if isinstance(v, int) else v for s_ in a}
+        u = sp.expand(g.xreplace(a0))
+        if u == 0 or u.free_symbols != set(zh):
+            continue
+        for w in _SIMPLE:
+            z0 = {s_: sp.Integer(w) if isinstance(w, int) else w for s_ in zh}
+            uz = u.xreplace(z0)
+            if uz.is_number and uz != 0:
+                return g.xreplace(z0) / uz, u
+    return None, None
 
 
 _NOT_ANALYTIC = (sp.Piecewise, sp.Max, sp.Min, sp.Heaviside, sp.floor, sp.ceiling, sp.frac, sp.sign, sp.Abs)
@@ -961,7 +1011,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     Tiers: a shift or a scaled shift of a link u of the hard coordinates (u's delta_alg); for one hard direction
     the single-index closed form for symbolic a when it does not depend on a (y = z1 + z2^2: 1/2), else Gauss-Hermite
     over z_E (HARD_GH_NODES per coordinate, at most two coordinates; error against half of them plus the nodes' own)
-    of each node's single-index delta_alg; for two hard directions and one easy, :func:`_hard_operator_average`.
+    of each node's single-index delta_alg; for two hard directions and one easy, :func:`hard_operator_average`.
     Otherwise, and for noisy links, (None, why)."""
     kE, kH = easy.shape[1], hard.shape[1]
     sep = _shift_separable(lk, easy, hard)
@@ -980,19 +1030,27 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
                       f"most two easy ones, or two hard and one easy (this link: {kH} hard, {kE} easy"
                       f"{', noisy' if lk.noisy else ''})")
     if kH == 2:
-        return _hard_operator_average(lk, easy, hard)
+        return hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
+    symbolic = None
     try:  # the closed form with the easy coordinates as symbols: SymPy's monotonicity test can run for minutes on
-        # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS
+        # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS;
+        # after HARD_SYMBOLIC_GRACE seconds without an answer the numerical average below runs beside it
         cond = _conditional_link(lk, easy, hard, a)
-        ex = in_child(_delta_alg_exact_single, (cond,), HARD_SYMBOLIC_SECONDS)
+        symbolic = start_in_child(_delta_alg_exact_single, (cond,))
+        if symbolic.ready(HARD_SYMBOLIC_GRACE):
+            ex = _exact_hard(symbolic.result(0.0))
+            if ex is not None:
+                return ex, ""
+            symbolic = None
     except Exception:
-        cond, ex = None, None
-    if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:
-        return DeltaAlg(ex.exact, ex.value, 0.0, f"exact: given the easy coordinates, {ex.method.split(': ', 1)[-1]}"
-                        ), ""
+        cond = None
     closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
-    direction = _easy_direction(cond, a) if kE == 2 and cond is not None else None
+    try:
+        numeric = lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy") if cond is not None else None
+    except Exception:
+        numeric = None
+    direction = easy_direction(cond, a) if kE == 2 and cond is not None else None
     one_dim = kE == 1 or direction is not None
     order = HARD_HALF_ORDER if one_dim else HARD_GH_NODES
 
@@ -1021,17 +1079,19 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         keep = ws >= HARD_WEIGHT_FLOOR  # the rest counted as rho = 0: a bias of at most 2 x their mass (rho <= 2)
         rho, err = 0.0, 2.0 * float(ws[~keep].sum())
         for node, wt in zip(nodes[keep], ws[keep]):
-            cl = at(node)
             d = None
             if closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
                 # a node's closed form, while every one tried was found, within a budget of seconds (SymPy takes
                 # 1-2 s for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
                 t0 = time.perf_counter()
-                d = in_child(_delta_alg_exact_single, (cl,), HARD_NODE_SECONDS)
+                d = in_child(_delta_alg_exact_single, (at(node),), HARD_NODE_SECONDS)
                 closed[0] += 1
                 closed[1] += d is not None
                 closed[2] += time.perf_counter() - t0
-            d = d or delta_alg_grid(cl)
+            if d is None:  # the binned grid, on one lambdification for all nodes (SymPy's substitution of the node
+                # and a lambdify per node cost more than the grid itself)
+                d = (delta_alg_grid(cond, HARD_GRID_LEVEL, _node_response(numeric, node)) if numeric is not None
+                     else delta_alg_grid(at(node), HARD_GRID_LEVEL))
             if d.value is None:  # no recovery at this node: it contributes rho = 0
                 continue
             rho += wt / d.value
@@ -1042,7 +1102,13 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         rho, err = average(order)
         rho2, _ = average(order // 2)
     except TheorykitError as e:
-        return None, f"not computed: {str(e).splitlines()[0]}"
+        rho = None
+        why = f"not computed: {str(e).splitlines()[0]}"
+    ex = _exact_hard(symbolic.result(HARD_SYMBOLIC_SECONDS, since_start=True)) if symbolic is not None else None
+    if ex is not None:  # the closed form arrived while the average ran
+        return ex, ""
+    if rho is None:
+        return None, why
     if one_dim:
         over = ("the easy coordinate" if direction is None else
                 f"w.z_E, w = ({direction[0]:.6g}, {direction[1]:.6g}), the one combination of the easy coordinates "
@@ -1056,11 +1122,34 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
                                f"coordinate given them (docs/theory.md §2)"), ""
 
 
-#: random points at which :func:`_easy_direction` checks that the hard part depends on one combination w.z_E only
+def _node_response(numeric, node):
+    """y(z) of the link given the easy coordinates ``node``, from its lambdification over (z, eps, a)."""
+    vals = [float(c) for c in node]
+
+    def response(z, eps=None):
+        z = np.asarray(z, dtype=float).reshape(-1)
+        with np.errstate(all="ignore"):
+            y = np.broadcast_to(np.asarray(numeric(z, np.zeros_like(z), *vals), dtype=float), z.shape)
+        if not np.all(np.isfinite(y)):
+            raise TheorykitError(f"the link given the easy coordinates {np.round(vals, 4).tolist()} is not finite at "
+                                 f"some samples")
+        return np.array(y)
+
+    return response
+
+
+def _exact_hard(ex) -> Optional[DeltaAlg]:
+    """The hard threshold from the closed form of the link given symbolic easy coordinates, when it is a number."""
+    if ex is not None and ex.value is not None and ex.exact is not None and not ex.exact.free_symbols:
+        return DeltaAlg(ex.exact, ex.value, 0.0, f"exact: given the easy coordinates, {ex.method.split(': ', 1)[-1]}")
+    return None
+
+
+#: random points at which :func:`easy_direction` checks that the hard part depends on one combination w.z_E only
 DIRECTION_POINTS = 64
 
 
-def _easy_direction(cond: Link, a) -> Optional[np.ndarray]:
+def easy_direction(cond: Link, a) -> Optional[np.ndarray]:
     """w (unit, one entry per easy coordinate) when g(a, z) = h(E a + H z) - h(E a) depends on a only through w.a
     (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4: w = (1, -1) / sqrt 2): then dg/da_i = w_i G', so
     w_2 dg/da_1 - w_1 dg/da_2 vanishes, checked to 1e-9 of the gradient's size at DIRECTION_POINTS random points (a
@@ -1090,13 +1179,13 @@ def _easy_direction(cond: Link, a) -> Optional[np.ndarray]:
     return w
 
 
-#: the two-variable mesh rule (cells per axis, levels) of each node of :func:`_hard_operator_average` when y given
+#: the two-variable mesh rule (cells per axis, levels) of each node of :func:`hard_operator_average` when y given
 #: the easy coordinate is not homogeneous in the hard ones (theorykit.symbolic.simplex; its default is 1200, 2400)
 HARD_SIMPLEX_RULE = (300, 600)
-#: nodes per half-line of :func:`_hard_operator_average`'s average over the easy coordinate (half of them for its
+#: nodes per half-line of :func:`hard_operator_average`'s average over the easy coordinate (half of them for its
 #: error): the operator is often only piecewise smooth in z_E, with its kink at 0 (y = z1 + z2^2 + z1 z3^2 changes
 #: type there), where Gauss-Hermite over the whole line converges slowly
-HARD_OPERATOR_ORDER = 16
+HARD_OPERATOR_ORDER = 12
 
 
 def _node_operator(cl: Link) -> Optional[tuple]:
@@ -1117,7 +1206,7 @@ def _node_operator(cl: Link) -> Optional[tuple]:
     return None
 
 
-def _hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
+def hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     """Two hard directions given one easy coordinate: rho_H is the top eigenvalue of the average over z_E ~ N(0, 1)
     of each node's operator M -> E_y[G M G | z_E] on symmetric 2 x 2 matrices (not the average of the nodes' top
     eigenvalues: the operators need not share an eigenvector), by a Gauss rule on each half-line
