@@ -264,6 +264,18 @@ def test_a_scaled_shift_whose_terms_share_no_visible_factor():
     assert "affine image" in h.method and abs(h.value - u.value) <= h.error + u.error + 1e-12
 
 
+@pytest.mark.parametrize("spec", ["z1 + z2**2 + z1**2*z2**4", "z1 + z2**2 + exp(z1)*z2**4"])
+def test_a_closed_form_for_every_easy_value_is_exact_and_read_at_once(spec):
+    """Given z1 = a, y - a = z^2 + c(a) z^4 with c >= 0: even and strictly monotone in |z| for every a, so 1/2 exactly,
+    from SymPy's closed form with a symbolic (in a child, read as soon as it answers: it answered None before the
+    child's read was fixed, and the average ran instead)."""
+    import time
+
+    t0 = time.perf_counter()
+    h = tk.analyse_link(spec).delta_alg_hard
+    assert h.exact == sp.Rational(1, 2) and h.method.startswith("exact") and time.perf_counter() - t0 < 5
+
+
 def test_a_scale_that_vanishes_on_a_half_line_is_averaged():
     """y = z1 + relu(z1) z2^2: for z1 < 0 the hard coordinate is invisible (rho = 0), for z1 > 0 it is phase
     retrieval (rho = 2): rho_H = 1, delta_alg_hard = 1 (not 1/2, which treating relu as a non-zero scale would give)."""

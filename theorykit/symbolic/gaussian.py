@@ -345,7 +345,7 @@ class ChildCall:
         wait = time_limit - (time.monotonic() - self.started if since_start else 0.0)
         res = None
         try:
-            if wait > 0 and self.conn.poll(wait):
+            if self.conn.poll(max(wait, 0.0)):  # an answer that has arrived is read even with no time left
                 try:
                     res = self.conn.recv()
                 except EOFError:

@@ -1009,10 +1009,12 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     one hard direction rho_H = E_{z_E}[rho(z_E)].
 
     Tiers: a shift or a scaled shift of a link u of the hard coordinates (u's delta_alg); for one hard direction
-    the single-index closed form for symbolic a when it does not depend on a (y = z1 + z2^2: 1/2), else Gauss-Hermite
-    over z_E (HARD_GH_NODES per coordinate, at most two coordinates; error against half of them plus the nodes' own)
-    of each node's single-index delta_alg; for two hard directions and one easy, :func:`hard_operator_average`.
-    Otherwise, and for noisy links, (None, why)."""
+    the single-index closed form for symbolic a when it does not depend on a (y = z1 + z2^2: 1/2), else an average
+    over z_E of each node's single-index delta_alg (error against half the nodes plus the nodes' own): a Gauss rule
+    on each half-line (HARD_HALF_ORDER nodes each) of the one easy coordinate, or of the one combination of two that
+    the hard part depends on (:func:`easy_direction`), else Gauss-Hermite over both (HARD_GH_NODES per coordinate);
+    for two hard directions and one easy, :func:`hard_operator_average`.  Otherwise, and for noisy links, (None,
+    why)."""
     kE, kH = easy.shape[1], hard.shape[1]
     sep = _shift_separable(lk, easy, hard)
     if sep is not None:  # y = g(z_E) + u(z_H): given z_E, the hard coordinates see the link u
