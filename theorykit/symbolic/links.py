@@ -1121,7 +1121,9 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
                                f"quadrature: {how}, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in "
                                f"the error; error against {order // 2}) of the single-index delta_alg of the hard "
-                               f"coordinate given them (docs/theory.md §2)"), ""
+                               f"coordinate given them ({closed[1]} node{'s' if closed[1] != 1 else ''} by the closed "
+                               f"form, SymPy within {HARD_NODE_SECONDS:g} s each, which depends on the machine's "
+                               f"speed; the rest by the binned grid) (docs/theory.md §2)"), ""
 
 
 def _node_response(numeric, node):
