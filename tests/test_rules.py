@@ -334,6 +334,20 @@ def test_conditional_means_hand_example():
         rules.conditional_means(idx, x, groups=2)
 
 
+def test_quantile_bins_many_equals_one_count_at_a_time_and_weighted_quantiles():
+    """One sort of y for several numbers of bins: the same bins as the inverted-CDF edges of weighted_quantiles
+    (stable sort), count by count; a discrete y gets its values as bins whatever the count."""
+    rng = np.random.default_rng(3)
+    y, w = rng.standard_normal(5000) ** 3, rng.random(5000)
+    many = rules.quantile_bins_many(y, w, (7, 100, 1000))
+    for b, idx in zip((7, 100, 1000), many):
+        edges = np.unique(rules.weighted_quantiles(rules.round_significant(y), w, np.arange(1, b) / b, kind="stable"))
+        assert np.array_equal(idx, np.searchsorted(edges, rules.round_significant(y), side="right"))
+        assert np.array_equal(idx, rules.quantile_bins(y, w, b))
+    d = np.round(y, 0).clip(-3, 3)
+    assert all(np.array_equal(i, np.searchsorted(np.unique(d), d)) for i in rules.quantile_bins_many(d, w, (5, 50)))
+
+
 def test_quantile_bins_discrete_and_continuous():
     y = np.array([2.0, -1.0, 2.0, 0.5, -1.0])
     assert rules.quantile_bins(y, np.ones(5), 10).tolist() == [2, 0, 2, 1, 0]  # discrete: one bin per value

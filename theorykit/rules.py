@@ -530,16 +530,33 @@ def quantile_bins(y, weights, bins: int, *, discrete_max: int = 64, digits: int 
     most ``discrete_max`` values, each value is its own bin (a discrete y); otherwise the bins are bounded by the
     weighted quantiles j / bins, j = 1..bins-1 (:func:`weighted_quantiles`, stable sort), and equal y values always
     share a bin (keeps mirror-symmetric pairs of nodes together)."""
+    return quantile_bins_many(y, weights, (bins,), discrete_max=discrete_max, digits=digits)[0]
+
+
+def quantile_bins_many(y, weights, bins: Sequence[int], *, discrete_max: int = 64, digits: int = 12) -> list:
+    """:func:`quantile_bins` for several numbers of bins at once, from one sort of y (the link analysis's grids ask
+    for 1000, 2000 and 4000 bins of the same 10^5 values)."""
     y = np.asarray(y, dtype=float)
-    bins = _int("bins", bins, 1)
+    counts = [_int("bins", b, 1) for b in bins]
     if y.ndim != 1 or not len(y):
         raise TheorykitError(f"quantile_bins: y must be a non-empty 1-D array, got shape {y.shape}")
     yr = round_significant(y, digits)
-    vals = np.unique(yr)
+    order = np.argsort(yr, kind="stable")
+    ys = yr[order]
+    vals = ys[np.concatenate([[True], ys[1:] != ys[:-1]])]
     if len(vals) <= discrete_max:
-        return np.searchsorted(vals, yr)
-    edges = np.array(weighted_quantiles(yr, weights, np.arange(1, bins) / bins, kind="stable"))
-    return np.searchsorted(np.unique(edges), yr, side="right")
+        idx = np.searchsorted(vals, yr)
+        return [idx for _ in counts]
+    w = np.asarray(weights, dtype=float)
+    if w.shape != y.shape or not (np.all(np.isfinite(w)) and np.all(w >= 0)) or not w.sum() > 0:
+        raise TheorykitError("weighted_quantiles: weights must be finite, >= 0, with a positive sum, one per value")
+    cw = np.cumsum(w[order])
+    cw /= cw[-1]
+    out = []
+    for b in counts:  # as weighted_quantiles(yr, w, j / b, kind="stable"): the inverted CDF on the sorted values
+        edges = ys[np.minimum(np.searchsorted(cw, np.arange(1, b) / b), len(ys) - 1)]
+        out.append(np.searchsorted(np.unique(edges), yr, side="right"))
+    return out
 
 
 def round_significant(y, digits: int = 12) -> np.ndarray:
