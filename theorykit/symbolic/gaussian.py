@@ -459,7 +459,7 @@ def _one_variable_sum(g, nodes: np.ndarray, weights: np.ndarray) -> float:
 @lru_cache(maxsize=8)
 def _tensor_grid(order: int, dim: int) -> tuple:
     """The tensor Gauss-Hermite rule's nodes as ``dim`` arrays of shape (order,) * dim and its weights (read-only),
-    built once: the link analysis asks for the same grid for every moment (3 s of 10 for a three-variable link)."""
+    built once: the link analysis asks for the same grid for every moment."""
     rule = gauss_hermite(order, dim)
     shape = (order,) * dim
     grids = [np.ascontiguousarray(rule.nodes[:, i]).reshape(shape) for i in range(dim)]

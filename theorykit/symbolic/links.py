@@ -168,7 +168,7 @@ def quadrature_nodes(link: Link, level: int = 0):
 @functools.lru_cache(maxsize=8)
 def _gl_grid(per_axis: int, dims: int) -> tuple:
     """The tensor grid of :func:`quadrature_nodes`, built once per size (read-only arrays; the 3-D grid holds 67 MB):
-    the hard threshold's average asks for the same 1-D grid at every node (1.3 s of rule building for 344 grids)."""
+    the hard threshold's average asks for the same 1-D grid at every node."""
     rule = tensor(gauss_legendre_normal(per_axis, 10.0, GL_ORDER), dims)
     nodes, weights = rule.nodes, rule.weights
     nodes.setflags(write=False)
@@ -883,7 +883,7 @@ HARD_HALF_ORDER = 12
 #: ... its two-dimensional grid turned by this angle (radians): off the axes and the diagonals
 HARD_GRID_TURN = 0.3
 #: ... and the closed form tried at this many nodes first; the rest only while it held at every node tried, and
-#: within HARD_CLOSED_BUDGET seconds in all (a link with sin(z1) z3^2 + z2 z3^4 spent 326 s on them before)
+#: within HARD_CLOSED_BUDGET seconds in all (SymPy can take seconds per node on numeric coefficients)
 HARD_CLOSED_TRIES = 3
 HARD_CLOSED_BUDGET = 2.0
 #: seconds for the closed form with the easy coordinates as symbols, and at one node
@@ -912,7 +912,7 @@ def _conditional_link(lk: Link, easy: np.ndarray, hard: np.ndarray, a) -> Link:
 def _rational_basis(v: float):
     """A basis entry as an exact number where it is one (0, rationals, with sqrt(2), sqrt(3)); the QR's rounding
     (entries of 1e-16 where the exact basis has 0) is dropped, not kept as a tiny rational that breaks the
-    conditional link's symmetries.  Memoised: nsimplify's search (PSLQ) takes 0.1 s on an entry it cannot name."""
+    conditional link's symmetries.  Memoised: nsimplify's search (PSLQ) is slow on an entry it cannot name."""
     if abs(float(v)) < 1e-12:
         return sp.Integer(0)
     return sp.nsimplify(float(v), [sp.sqrt(2), sp.sqrt(3)], tolerance=1e-12)
@@ -932,7 +932,7 @@ def _scaled_shift(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[tupl
         g = sp.expand(h - h.xreplace({z_: 0 for z_ in zh}))
         c, u = sp.factor_terms(g).as_independent(*zh, as_Add=False)
         if c.free_symbols - set(a) or u.free_symbols - set(zh):  # no common factor in the sum's terms: a product
-            # c(a) u(z) all the same? (sympy's factor took 12 s on such a polynomial with the basis's rationals)
+            # c(a) u(z) all the same? (by values: sympy's factor can take long on the basis's rationals)
             c, u = _rank_one_split(g, a, zh)
     except Exception:
         return None
@@ -1099,7 +1099,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
             d = None
             if closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
                 # a node's closed form, while every one tried was found, within a budget of seconds (SymPy takes
-                # 1-2 s for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
+                # seconds for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
                 t0 = time.perf_counter()
                 d = in_child(_delta_alg_exact_single, (at(node),), HARD_NODE_SECONDS)
                 closed[0] += 1
