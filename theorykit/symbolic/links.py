@@ -1232,18 +1232,11 @@ def hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple
     (:func:`theorykit.rules.half_gauss_hermite`, HARD_OPERATOR_ORDER nodes each), each node's operator on the sphere
     or by the simplex mesh.  Error: the change against half the nodes, plus the rule's (fine against coarse, times
     its factor)."""
-    cache: dict = {}
-
-    def op_at(a: float):
-        if a not in cache:
-            cache[a] = _node_operator(_conditional_link(lk, easy, hard, [sp.Float(a, 17)]))
-        return cache[a]
-
-    def average(order):
+    def average(order):  # the two rules share no node (Gauss rules are not nested)
         rule = half_gauss_hermite(order)
         coarse, fine, factor, rules = np.zeros((4, 4)), np.zeros((4, 4)), 0.0, set()
         for a, wt in zip(rule.nodes[:, 0], rule.weights):
-            got = op_at(float(a))
+            got = _node_operator(_conditional_link(lk, easy, hard, [sp.Float(float(a), 17)]))
             if got is None:
                 raise TheorykitError(f"the link given the easy coordinate {a:.3g} is neither homogeneous nor "
                                      f"continuous in the hard ones (a jump)")
