@@ -276,6 +276,18 @@ def test_a_closed_form_for_every_easy_value_is_exact_and_read_at_once(spec):
     assert h.exact == sp.Rational(1, 2) and h.method.startswith("exact") and time.perf_counter() - t0 < 5
 
 
+@pytest.mark.parametrize("spec,hard_link", [("z1 + z2**2 + 0.5*eps", "z**2 + 0.5*eps"),
+                                            ("z1 + z2*z3 + eps", "z1*z2 + eps")])
+def test_a_noisy_staircase_is_a_shift_of_a_noisy_link(spec, hard_link):
+    """y = g(z_E) + u(z_H) + s eps: given z_E, y is a shift of the noisy link u + s eps, whose delta_alg is the hard
+    threshold (it was "not computed" for every noisy link); above the noiseless one (noise only hides z_H)."""
+    h = tk.analyse_link(spec).delta_alg_hard
+    u = tk.analyse_link(hard_link).delta_alg
+    assert "shift" in h.method and abs(h.value - u.value) <= h.error + u.error + 1e-12
+    noiseless = tk.analyse_link(spec.rsplit(" + ", 1)[0]).delta_alg_hard
+    assert h.value > noiseless.value + 0.01
+
+
 def test_a_scale_that_vanishes_on_a_half_line_is_averaged():
     """y = z1 + relu(z1) z2^2: for z1 < 0 the hard coordinate is invisible (rho = 0), for z1 > 0 it is phase
     retrieval (rho = 2): rho_H = 1, delta_alg_hard = 1 (not 1/2, which treating relu as a non-zero scale would give).

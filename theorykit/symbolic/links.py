@@ -997,21 +997,21 @@ def _nonzero_a_s(c: sp.Expr) -> bool:
 
 
 def _shift_separable(lk: Link, easy: np.ndarray, hard: np.ndarray) -> Optional[Link]:
-    """The link u(z_H) of the hard coordinates when y = g(z_E) + u(z_H) (noiseless; u(0) = 0), else None."""
-    if lk.noisy:
-        return None
+    """The link u(z_H [, eps]) of the hard coordinates (and the noise) when y = g(z_E) + u(z_H, eps) (u(0, 0) = 0),
+    else None: given z_E, y is a shift of u, a noisy link when the noise enters it (y = z1 + z2^2 + 0.5 eps)."""
     a = sp.symbols(f"a1:{easy.shape[1] + 1}", real=True)
     try:
         cond = _conditional_link(lk, easy, hard, a)
         zh, e = cond.latent, sp.expand(cond.expr)
+        other = zh + ((cv.EPS,) if lk.noisy else ())  # what z_E must not interact with
         u = sp.expand(e - e.xreplace({a_: 0 for a_ in a}))  # the part that moves with z_E
-        rest = u - u.xreplace({z_: 0 for z_ in zh})  # ... must not involve z_H
+        rest = u - u.xreplace({v: 0 for v in other})  # ... must not involve z_H or eps
         if nonzero_at_points(rest, e) or sp.simplify(rest) != 0:
             return None
-        hard_part = sp.expand(e.xreplace({a_: 0 for a_ in a}) - e.xreplace({a_: 0 for a_ in a} | {z_: 0 for z_ in zh}))
+        hard_part = sp.expand(e.xreplace({a_: 0 for a_ in a}) - e.xreplace({a_: 0 for a_ in a} | {v: 0 for v in other}))
     except Exception:
         return None
-    if hard_part == 0 or hard_part.free_symbols - set(zh):
+    if hard_part == 0 or hard_part.free_symbols - set(other) or not hard_part.free_symbols & set(zh):
         return None
     return Link("hard part", hard_part, len(zh), zh)
 
