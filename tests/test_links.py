@@ -288,6 +288,21 @@ def test_a_noisy_staircase_is_a_shift_of_a_noisy_link(spec, hard_link):
     assert h.value > noiseless.value + 0.01
 
 
+def test_a_noisy_hard_part_is_averaged_node_by_node():
+    """y = z1 + relu(z1) z2^2 + 0.1 eps: given z1 = a > 0, noisy phase retrieval a z^2 + 0.1 eps; given a < 0 only
+    noise (rho = 0).  Against the same nodes' delta_alg on an independent outer rule (composite Gauss-Legendre,
+    pieces cut at 0.05, 0.2, 0.5, 1, 2, 4, where rho(a) changes fastest): 1.072572."""
+    from theorykit.rules import gauss_legendre_normal_split
+    from theorykit.symbolic.links import delta_alg_additive
+
+    h = tk.analyse_link("z1 + relu(z1)*z2**2 + 0.1*eps").delta_alg_hard
+    assert "additive-noise" in h.method
+    r = gauss_legendre_normal_split([0.0, 0.05, 0.2, 0.5, 1, 2, 4], 8, 8.0)
+    rho = sum(w / delta_alg_additive(make_link(f"{float(a):.17g}*z**2 + 0.1*eps"), 0.1).value
+              for a, w in zip(r.nodes[:, 0], r.weights) if a > 0)
+    assert abs(h.value - 1 / rho) <= h.error and h.error < 0.05
+
+
 def test_a_scale_that_vanishes_on_a_half_line_is_averaged():
     """y = z1 + relu(z1) z2^2: for z1 < 0 the hard coordinate is invisible (rho = 0), for z1 > 0 it is phase
     retrieval (rho = 2): rho_H = 1, delta_alg_hard = 1 (not 1/2, which treating relu as a non-zero scale would give).

@@ -1042,10 +1042,11 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         da = analyse_link(u).delta_alg
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
-    if lk.noisy or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
-        return None, (f"not computed: conditioning is implemented for noiseless links with one hard direction and at "
-                      f"most two easy ones, or two hard and one easy (this link: {kH} hard, {kE} easy"
-                      f"{', noisy' if lk.noisy else ''})")
+    noise = _additive_noise_scale(lk) if lk.noisy else None  # y = h(z) + s eps, constant s: each node additive
+    if (lk.noisy and (noise is None or kH != 1)) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+        return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones "
+                      f"(noiseless, or noise added with a constant scale), or two hard and one easy (noiseless) (this "
+                      f"link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
     if kH == 2:
         return hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
@@ -1054,8 +1055,8 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS;
         # after HARD_SYMBOLIC_GRACE seconds without an answer the numerical average below runs beside it
         cond = _conditional_link(lk, easy, hard, a)
-        symbolic = start_in_child(_delta_alg_exact_single, (cond,))
-        if symbolic.ready(HARD_SYMBOLIC_GRACE):
+        symbolic = start_in_child(_delta_alg_exact_single, (cond,)) if noise is None else None
+        if symbolic is not None and symbolic.ready(HARD_SYMBOLIC_GRACE):
             ex = _exact_hard(symbolic.result(0.0))
             if ex is not None:
                 return ex, ""
@@ -1064,7 +1065,8 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         cond = None
     closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
     try:
-        numeric = lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy") if cond is not None else None
+        numeric = (lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy")
+                   if cond is not None and noise is None else None)
     except Exception:
         numeric = None
     direction = easy_direction(cond, a) if kE == 2 and cond is not None else None
@@ -1097,7 +1099,12 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         rho, err = 0.0, 2.0 * float(ws[~keep].sum())
         for node, wt in zip(nodes[keep], ws[keep]):
             d = None
-            if closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
+            if noise is not None:  # a noisy single-index link at each node: the additive-noise quadrature
+                d = delta_alg_additive(at(node), noise)
+                if d is None:
+                    raise TheorykitError(f"the link given the easy coordinates {np.round(node, 4).tolist()} is not "
+                                         f"finite on the additive-noise rule")
+            elif closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
                 # a node's closed form, while every one tried was found, within a budget of seconds (SymPy takes
                 # seconds for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
                 t0 = time.perf_counter()
@@ -1105,8 +1112,8 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
                 closed[0] += 1
                 closed[1] += d is not None
                 closed[2] += time.perf_counter() - t0
-            if d is None:  # the binned grid, on one lambdification for all nodes (SymPy's substitution of the node
-                # and a lambdify per node cost more than the grid itself)
+            if d is None:  # noiseless: the binned grid, on one lambdification for all nodes (SymPy's substitution
+                # of the node and a lambdify per node cost more than the grid itself)
                 d = (delta_alg_grid(cond, HARD_GRID_LEVEL, _node_response(numeric, node)) if numeric is not None
                      else delta_alg_grid(at(node), HARD_GRID_LEVEL))
             if d.value is None:  # no recovery at this node: it contributes rho = 0
@@ -1133,12 +1140,13 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         how = f"a Gauss rule on each half-line of {over} ({order} nodes each"
     else:
         how = f"Gauss-Hermite over the easy coordinates ({order} nodes per coordinate"
+    per_node = (f"each by the additive-noise quadrature, s = {noise:g}" if noise is not None else
+                f"{closed[1]} node{'s' if closed[1] != 1 else ''} by the closed form, SymPy within "
+                f"{HARD_NODE_SECONDS:g} s each, which depends on the machine's speed; the rest by the binned grid")
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
                                f"quadrature: {how}, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in "
                                f"the error; error against {order // 2}) of the single-index delta_alg of the hard "
-                               f"coordinate given them ({closed[1]} node{'s' if closed[1] != 1 else ''} by the closed "
-                               f"form, SymPy within {HARD_NODE_SECONDS:g} s each, which depends on the machine's "
-                               f"speed; the rest by the binned grid) (docs/theory.md §2)"), ""
+                               f"coordinate given them ({per_node}) (docs/theory.md §2)"), ""
 
 
 def _node_response(numeric, node):
