@@ -7,7 +7,7 @@ Each link runs as a new user runs it, `theorykit link L --json` in a fresh proce
 delta_alg, delta_alg_hard); the wall time of that process, delta_alg and delta_alg_hard with their errors and the
 hard threshold's method (its first words).  The links: the closed-form checks of issue 30 point 1, staircases and
 links whose hard part given the easy coordinates is a shift, a scaled shift, a non-separable function of one or two
-easy coordinates, two hard directions, jumps, noise.  Run it on an otherwise idle machine.
+easy coordinates, two hard directions, jumps, noise, noisy staircases.  Run it on an otherwise idle machine.
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ LINKS = [
     "z1 + z2**2 + z1*z3**2", "z1 + Abs(z2) + z1*z3**2", "z1 + relu(z1)*z2**2 + relu(-z1)*z3**2",
     "z1 + z2 + (z1 - z2)*z3**2 + sin(z1 - z2)*z3**4", "z1 + z2 + sin(z1)*z3**2 + z2*z3**4",
     "sign(z1 + z2)*z3**2 + z1*z2 + z1*z3**4",
+    # noisy staircases
+    "z1 + z2**2 + 0.5*eps", "z1 + z2*z3 + eps", "z1 + relu(z1)*z2**2 + 0.1*eps", "z1 + z1**2*z2**2 + 0.3*eps",
 ]
 GOAL = 10.0
 
