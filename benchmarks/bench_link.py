@@ -33,6 +33,7 @@ LINKS = [
     "sign(z1 + z2)*z3**2 + z1*z2 + z1*z3**4",
     # noisy staircases
     "z1 + z2**2 + 0.5*eps", "z1 + z2*z3 + eps", "z1 + relu(z1)*z2**2 + 0.1*eps", "z1 + z1**2*z2**2 + 0.3*eps",
+    "z1 + z2**2 + z1*z3**2 + 0.3*eps",
 ]
 GOAL = 10.0
 

@@ -303,6 +303,20 @@ def test_a_noisy_hard_part_is_averaged_node_by_node():
     assert abs(h.value - 1 / rho) <= h.error and h.error < 0.05
 
 
+def test_two_hard_directions_with_noise():
+    """Noise added at a constant scale, two hard directions: each node by the additive-noise quadrature.  Forced on
+    the shift z1 + z2^2 + z3^2 + 0.5 eps it gives the noisy chi2_2 link's delta_alg; on the noisy relu switch it gives
+    the one-hard-direction value (the averaged operator's top eigenvalue is E[rho(a); a > 0] either way), 1.072572 on
+    the independent outer rule of test_a_noisy_hard_part_is_averaged_node_by_node."""
+    from theorykit.symbolic.links import hard_operator_average
+
+    a = tk.analyse_link("z1 + z2**2 + z3**2 + 0.5*eps")
+    h, why = hard_operator_average(a.link, a.easy_basis, a.hard_basis)
+    assert why == "" and abs(h.value - a.delta_alg_hard.value) <= h.error + a.delta_alg_hard.error + 1e-9
+    h = tk.analyse_link("z1 + relu(z1)*z2**2 + relu(-z1)*z3**2 + 0.1*eps").delta_alg_hard
+    assert "additive-noise" in h.method and abs(h.value - 1.072572) <= h.error and h.error < 0.05
+
+
 def test_a_scale_that_vanishes_on_a_half_line_is_averaged():
     """y = z1 + relu(z1) z2^2: for z1 < 0 the hard coordinate is invisible (rho = 0), for z1 > 0 it is phase
     retrieval (rho = 2): rho_H = 1, delta_alg_hard = 1 (not 1/2, which treating relu as a non-zero scale would give).

@@ -1043,10 +1043,10 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
     noise = _additive_noise_scale(lk) if lk.noisy else None  # y = h(z) + s eps, constant s: each node additive
-    if (lk.noisy and (noise is None or kH != 1)) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
-        return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones "
-                      f"(noiseless, or noise added with a constant scale), or two hard and one easy (noiseless) (this "
-                      f"link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
+    if (lk.noisy and noise is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+        return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones, "
+                      f"or two hard and one easy, noiseless or with noise added at a constant scale (this link: {kH} "
+                      f"hard, {kE} easy{', noisy' if lk.noisy else ''})")
     if kH == 2:
         return hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
@@ -1215,12 +1215,28 @@ HARD_SIMPLEX_RULE = (300, 600)
 HARD_OPERATOR_ORDER = 12
 
 
+#: nodes per axis (coarse, fine) of the additive-noise rule at each node of :func:`hard_operator_average`
+HARD_NOISY_Z_NODES = (200, 400)
+
+
 def _node_operator(cl: Link) -> Optional[tuple]:
-    """(coarse, fine, error factor, rule) of E_y[G (x) G] for a two-variable noiseless link: on the sphere when y is
-    a strictly monotone function of a homogeneous u (error factor 1, as :func:`delta_alg_sphere`), else by the
-    simplex mesh (factor 2, as :func:`delta_alg_simplex`, continuous links only); None when neither applies."""
+    """(coarse, fine, error factor, rule) of E_y[G (x) G] for a link of two hard variables: with noise added at a
+    constant scale, by the additive-noise quadrature (HARD_NOISY_Z_NODES per axis, factor 1); noiseless, on the
+    sphere when y is a strictly monotone function of a homogeneous u (factor 1, as :func:`delta_alg_sphere`), else by
+    the simplex mesh (factor 2, as :func:`delta_alg_simplex`, continuous links only); None when none applies."""
     from .simplex import simplex_operator
     from .sphere import sphere_operator
+
+    if cl.noisy:
+        s = _additive_noise_scale(cl)
+        if s is None:
+            return None
+        nc, nf = HARD_NOISY_Z_NODES
+        coarse, fine = (_additive_operator(cl, s, nc, 2 * ADDITIVE_Y_PANEL),
+                        _additive_operator(cl, s, nf, ADDITIVE_Y_PANEL))
+        if coarse is None or fine is None:
+            return None
+        return coarse, fine, 1.0, f"by the additive-noise quadrature (s = {s:g}, {nf} nodes per axis)"
 
     inner, _ = _strip_monotone(cl)
     got = sphere_operator(inner)
@@ -1247,7 +1263,7 @@ def hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple
             got = _node_operator(_conditional_link(lk, easy, hard, [sp.Float(float(a), 17)]))
             if got is None:
                 raise TheorykitError(f"the link given the easy coordinate {a:.3g} is neither homogeneous nor "
-                                     f"continuous in the hard ones (a jump)")
+                                     f"continuous in the hard ones (a jump), nor noisy at a constant scale")
             coarse += wt * got[0]
             fine += wt * got[1]
             factor = max(factor, got[2])
