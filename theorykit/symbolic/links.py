@@ -420,18 +420,24 @@ def delta_alg_additive(link: Link, s: float) -> Optional[DeltaAlg]:
     change against the coarser rule of ADDITIVE_Z_NODES and y panels twice as wide.  None where h is not finite
     on the rule."""
     k = link.k
-
     (nc, nf) = ADDITIVE_Z_NODES[k]
-    coarse = _additive_operator(link, s, nc, 2 * ADDITIVE_Y_PANEL)
-    fine = _additive_operator(link, s, nf, ADDITIVE_Y_PANEL)
-    if coarse is None or fine is None:
+    got = additive_operators(link, s, (nc, nf))
+    if got is None:
         return None
-    rc, rf = _spectral_radius_sym(coarse, k), _spectral_radius_sym(fine, k)
+    rc, rf = _spectral_radius_sym(got[0], k), _spectral_radius_sym(got[1], k)
     return _delta_alg_from_rho(rf, abs(rf - rc) + 1e-12 * max(1.0, abs(rf)),
                                f"quadrature: additive Gaussian noise (s = {s:g}), E[zz^T|y] by a tensor "
                                f"Gauss-Legendre rule in z ({nf} nodes per axis) and E_y by Gauss-Legendre in y "
                                f"(panels of width {ADDITIVE_Y_PANEL:g} s); error: against {nc} nodes per axis "
                                "and panels twice as wide")
+
+
+def additive_operators(link: Link, s: float, nodes: tuple) -> Optional[tuple]:
+    """(coarse, fine) E_y[G (x) G] of y = h(z) + s eps (:func:`_additive_operator`): ``nodes`` = (coarse, fine) per
+    axis in z, the coarse rule with y panels twice as wide; None where h is not finite on a rule."""
+    coarse = _additive_operator(link, s, nodes[0], 2 * ADDITIVE_Y_PANEL)
+    fine = _additive_operator(link, s, nodes[1], ADDITIVE_Y_PANEL)
+    return None if coarse is None or fine is None else (coarse, fine)
 
 
 def _strip_monotone(link: Link) -> tuple:
@@ -1231,12 +1237,10 @@ def _node_operator(cl: Link) -> Optional[tuple]:
         s = _additive_noise_scale(cl)
         if s is None:
             return None
-        nc, nf = HARD_NOISY_Z_NODES
-        coarse, fine = (_additive_operator(cl, s, nc, 2 * ADDITIVE_Y_PANEL),
-                        _additive_operator(cl, s, nf, ADDITIVE_Y_PANEL))
-        if coarse is None or fine is None:
+        pair = additive_operators(cl, s, HARD_NOISY_Z_NODES)
+        if pair is None:
             return None
-        return coarse, fine, 1.0, f"by the additive-noise quadrature (s = {s:g}, {nf} nodes per axis)"
+        return (*pair, 1.0, f"by the additive-noise quadrature (s = {s:g}, {HARD_NOISY_Z_NODES[1]} nodes per axis)")
 
     inner, _ = _strip_monotone(cl)
     got = sphere_operator(inner)
