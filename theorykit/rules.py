@@ -441,7 +441,12 @@ def weighted_quantiles(values, weights, qs, *, kind: str = "quicksort") -> list:
     order = np.argsort(v, kind=kind)
     v, cw = v[order], np.cumsum(w[order])
     cw /= cw[-1]
-    return [float(x) for x in v[np.minimum(np.searchsorted(cw, q), len(v) - 1)]]
+    return [float(x) for x in _inverted_cdf(v, cw, q)]
+
+
+def _inverted_cdf(sorted_values: np.ndarray, share: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """For each level q the smallest sorted value whose cumulative weight share is >= q."""
+    return sorted_values[np.minimum(np.searchsorted(share, q), len(sorted_values) - 1)]
 
 
 #: weighted_quantiles at levels within TAIL_LEVEL of 0 or 1 sorts only the TAIL_FRACTION of the values on that side
@@ -553,8 +558,8 @@ def quantile_bins_many(y, weights, bins: Sequence[int], *, discrete_max: int = 6
     cw = np.cumsum(w[order])
     cw /= cw[-1]
     out = []
-    for b in counts:  # as weighted_quantiles(yr, w, j / b, kind="stable"): the inverted CDF on the sorted values
-        edges = ys[np.minimum(np.searchsorted(cw, np.arange(1, b) / b), len(ys) - 1)]
+    for b in counts:  # as weighted_quantiles(yr, w, j / b, kind="stable"), on the one sort
+        edges = _inverted_cdf(ys, cw, np.arange(1, b) / b)
         out.append(np.searchsorted(np.unique(edges), yr, side="right"))
     return out
 
