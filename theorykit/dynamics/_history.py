@@ -112,3 +112,73 @@ def column_copies(v: np.ndarray, m: int) -> np.ndarray:
     """(rows, NR) -> (rows, NR m) float32, each path's value repeated for its m columns (n, c) (for
     :func:`propagate_source`)."""
     return np.ascontiguousarray(np.repeat(np.asarray(v, dtype=np.float32), m, axis=1))
+
+
+
+@numba.njit(cache=True)
+def mergeable(first: int, size: int, nxt_first: int, nxt_size: int, s: int, t: int, W: int) -> bool:
+    """Whether two neighbouring storage blocks of source s, [first, first + size) and the next, merge at the end of
+    step t (:class:`theorykit.dynamics.responses.DyadicJacobians`): equal sizes n, aligned on source s (first - s
+    divisible by 2n), and both the younger one's newest time at the next step and the older one's first time from
+    the source at least W n away (the merged block is then at most 2 / W of its distance from either end)."""
+    n = size
+    return (nxt_size == n and nxt_first == first + n and (first - s) % (2 * n) == 0
+            and t + 1 - (nxt_first + n - 1) >= W * n and first - s >= W * n)
+
+
+@numba.njit(cache=True, fastmath=True)
+def propagate_blocks(Rcum: np.ndarray, s: int, t: int, W: int, first: np.ndarray, size: np.ndarray,
+                     slot: np.ndarray, count: int, Kbuf: np.ndarray, g: np.ndarray, gl: np.ndarray, cv: np.ndarray,
+                     weights: np.ndarray, vals: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Source s of :class:`theorykit.dynamics.responses.DyadicJacobians` at time t: :func:`propagate_source` over the
+    storage blocks it holds, K^t_s stored as a new block, then the blocks due to merge (:func:`mergeable`) merged.
+    Returns the number of blocks held.
+
+    Rcum (t, m, m): cumulative sums over s' of R_theta(t, s'); the blocks, in order of time: first, size (their
+    times s' in [first, first + size)) and slot (their rows (slot, b) in Kbuf, (capacity m, NR m) float32, the mean
+    over the block of K^s'_s); slots 0 .. count - 1 are in use.  A block enters the sum as
+    (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  A merge writes the mean of two blocks (equal sizes) into the older
+    one's slot and moves the last slot's rows into the freed one (the sum does not depend on the slots' order)."""
+    A = g.shape[0]
+    P = count * A
+    R = np.zeros((A, P), np.float32)
+    tiny = np.float32(TINY32)
+    for i in range(count):
+        lo = first[i]
+        hi = first[i] + size[i] - 1
+        for a in range(A):
+            for b in range(A):
+                v = Rcum[hi, a, b] - (Rcum[lo - 1, a, b] if lo > 0 else 0.0)
+                v32 = np.float32(v)
+                R[a, slot[i] * A + b] = np.float32(0.0) if abs(v32) < tiny else v32
+    propagate_source(R, Kbuf[:P], g, gl, cv, weights, Kbuf[P:P + A], vals)
+    first[count] = t
+    size[count] = 1
+    slot[count] = count
+    count += 1
+    L = Kbuf.shape[1]
+    i = 0
+    while i + 1 < count:
+        if not mergeable(first[i], size[i], first[i + 1], size[i + 1], s, t, W):
+            i += 1
+            continue
+        sa, sb = slot[i], slot[i + 1]
+        for r in range(A):
+            x = Kbuf[sa * A + r]
+            y = Kbuf[sb * A + r]
+            for j in range(L):
+                x[j] = np.float32(0.5) * (x[j] + y[j])
+        size[i] *= 2
+        for k in range(i + 1, count - 1):  # the block list closes up
+            first[k] = first[k + 1]
+            size[k] = size[k + 1]
+            slot[k] = slot[k + 1]
+        count -= 1
+        if sb != count:  # the last slot's rows move into the freed slot
+            for r in range(A):
+                Kbuf[sb * A + r, :] = Kbuf[count * A + r, :]
+            for k in range(count):
+                if slot[k] == count:
+                    slot[k] = sb
+        i = max(i - 1, 0)  # the merged block may merge again with its neighbours
+    return count

@@ -24,7 +24,8 @@ DYADIC_FINE_LAGS = 16
 
 
 def response_bytes(T: int, m: int, W) -> int:
-    """Bytes of direct-Jacobian history per response path: every source (W None) or the dyadic grid."""
+    """Bytes of direct-Jacobian history per response path: every source (W None) or the dyadic grid at its busiest
+    step."""
     from .responses import dyadic_response_floats
 
     blocks = (T + 1) ** 2 if W is None else dyadic_response_floats(T, W)
@@ -32,12 +33,16 @@ def response_bytes(T: int, m: int, W) -> int:
 
 
 def _resp_flops(T: int, m: int, W) -> float:
-    """Multiply-adds per response path of the direct Jacobians to T (every source, or about 0.375 W T^2 on the grid)."""
-    return ((T + 1) ** 3 / 3 if W is None else 0.375 * W * (T + 1) ** 2 + W * W * (T + 1) / 2) * m ** 3
+    """Multiply-adds per response path of the direct Jacobians to T (every source, or the dyadic grid's block reads,
+    about W T (log2(T / W) + 2) / 2)."""
+    from .responses import dyadic_schedule
+
+    return ((T + 1) ** 3 / 3 if W is None else dyadic_schedule(T, W).reads) * m ** 3
 
 
 #: response="auto" takes direct Jacobians on the whole batch when they fit in RESPONSE_MEMORY and cost at most this
-#: many multiply-adds per replica ((T+1)^3 m^3 N / 3)
+#: many multiply-adds per replica ((T+1)^3 m^3 N / 3); and the dyadic grid's response batch
+#: is cut to this many multiply-adds per replica
 DIRECT_AUTO_FLOPS = 1e10
 
 
@@ -223,6 +228,8 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = None  # every source stays on the grid: the full estimator
     bytes_per_resp = response_bytes(T, m, fine_lags)
     resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
+    if fine_lags is not None:  # the grid's response batch is also capped by its cost (its memory is small)
+        resp_cap = min(resp_cap, max(1, int(DIRECT_AUTO_FLOPS // _resp_flops(T, m, fine_lags))))
     if latent != "monte-carlo":
         if nlat > 3:
             raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="

@@ -11,7 +11,9 @@ Each function advances one time t in place (or returns the block it computes); t
 """
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
@@ -108,54 +110,116 @@ def dyadic_drop_lag(s: int, W: int) -> float:
     return W * (s & -s)
 
 
+@dataclass(frozen=True)
+class DyadicSchedule:
+    """The bookkeeping of :class:`DyadicJacobians` to T with W fine lags, fixed before any path is drawn.
+
+    A source's stored history K^s'_s (s <= s' < t) is kept in storage blocks of times s', merged two by two
+    (:func:`theorykit.dynamics._history.mergeable`) so that a block is at most 2 / W of its distance from the source
+    and from t.  The blocks depend only on the lag t - s, so one source to T describes them all.
+
+    held[L]: blocks a source holds at lag L (its history s' in [s, s + L)); length[s]: how many steps source s stays
+    on the grid; capacity[s]: its buffer, in blocks; live_peak: the most blocks held by all sources together at one
+    step; reads: blocks read by all propagations to T (per response path; m^3 multiply-adds each)."""
+
+    T: int
+    W: int
+    held: np.ndarray
+    length: tuple
+    capacity: tuple
+    live_peak: int
+    reads: int
+
+
+@functools.lru_cache(maxsize=16)
+def dyadic_schedule(T: int, W: int) -> DyadicSchedule:
+    """The :class:`DyadicSchedule` to T with W fine lags (a dry run of one source; O(T W log T) integer work)."""
+    from ._history import mergeable
+
+    rule = mergeable.py_func  # the compiled kernel's rule, run here as Python
+    length = [int(min(dyadic_drop_lag(s, W), T + 1 - s)) for s in range(T + 1)]
+    held = np.zeros(T + 1, dtype=np.int64)
+    first: list = []
+    size: list = []
+    for t in range(T + 1):
+        held[t] = len(first)
+        first.append(t)
+        size.append(1)
+        i = 0
+        while i + 1 < len(first):
+            if rule(first[i], size[i], first[i + 1], size[i + 1], 0, t, W):
+                size[i] *= 2
+                del first[i + 1], size[i + 1]
+                i = max(i - 1, 0)
+            else:
+                i += 1
+    capacity = tuple(int(held[1:length[s]].max(initial=0)) + 1 for s in range(T + 1))
+    cap = np.asarray(capacity)
+    reads, live_peak = 0, 0
+    for t in range(T + 1):
+        src = np.arange(t + 1)
+        alive = src[t - src < np.asarray(length[:t + 1])]
+        reads += int(held[t - alive].sum())
+        live_peak = max(live_peak, int(cap[alive].sum()))
+    return DyadicSchedule(T, W, held, tuple(length), capacity, live_peak, reads)
+
+
 def dyadic_response_floats(T: int, W: int) -> int:
-    """Stored (b, n, c) blocks per response path of :class:`DyadicJacobians` to T: sum_s min(drop lag, T + 1 - s)
-    (about T W (log2(T / W) + 2) / 2, against (T + 1)(T + 2) / 2 for every source)."""
-    return int(sum(min(dyadic_drop_lag(s, W), T + 1 - s) for s in range(T + 1)))
+    """Stored (b, n, c) blocks per response path of :class:`DyadicJacobians` to T at the busiest step: the sum of the
+    live sources' buffers (:class:`DyadicSchedule` capacity)."""
+    return dyadic_schedule(T, W).live_peak
 
 
 class DyadicJacobians:
-    """Direct Jacobian responses on a dyadic grid of source times (docs/theory.md §3, numerics: long times).
+    """Direct Jacobian responses on a dyadic grid of source times, with the old history stored in dyadic blocks
+    (docs/theory.md §3, numerics: long times).
 
-    J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s is propagated exactly, on the response batch, for the source times
-    s that are *active* at t: every s with lag t - s < W, and at lags in [2^(j-1) W, 2^j W) only the s divisible by
-    2^j (s = 0 always).  A source leaves the grid once and for all at lag W 2^v (:func:`dyadic_drop_lag`), so the
-    set at t is a subset of the set at t - 1 plus t: about W + (W/2) log2(t / W) sources instead of t.  R_u(t, s) is
-    exact (on the batch) at the active s and linearly interpolated in s between them, with a relative spacing
-    (spacing / lag) of at most 2 / W.  Cost per step sum_{active s} (t - s) m^3 NR (about 0.75 W t, against t^2 / 2);
-    memory :func:`dyadic_response_floats` m^2 NR float32.  With W >= T every source stays active: the full direct
-    estimator (:func:`direct_lags`), to rounding.
+    J^t_s = sum_{s<=s'<t} R_theta(t, s') K^s'_s is propagated, on the response batch, for the source times s that are
+    *active* at t: every s with lag t - s < W, and at lags in [2^(j-1) W, 2^j W) only the s divisible by 2^j (s = 0
+    always).  A source leaves the grid once and for all at lag W 2^v (:func:`dyadic_drop_lag`), so the set at t is a
+    subset of the set at t - 1 plus t: about W + (W/2) log2(t / W) sources instead of t.  R_u(t, s) is linearly
+    interpolated in s between the active sources, with a relative spacing (spacing / lag) of at most 2 / W.
+
+    The sum over s' runs over storage blocks (:class:`DyadicSchedule`): a block B of times s' with size / age <= 2 / W
+    holds the mean of K^s'_s over B, and enters as (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  The error of that
+    product is the covariance of R_theta(t, .) and K^.(s) over B: second order in the block's relative size, as the
+    interpolation in s.  Cost per step sum_{active s} (blocks held) m^3 NR, about W (log2 t/W + 2) per source;
+    memory :func:`dyadic_response_floats` m^2 NR float32.  With W > T no block merges and every source stays
+    active: the full direct estimator (:func:`direct_lags`), to rounding.
     """
 
     def __init__(self, T: int, m: int, NR: int, W: int):
         self.T, self.m, self.NR, self.W = T, m, NR, int(W)
-        self.length = [int(min(dyadic_drop_lag(s, self.W), T + 1 - s)) for s in range(T + 1)]
-        self.K = [None] * (T + 1)  # K[s][l] = K^{s+l}_s as (b, n, c), float32
+        self.schedule = dyadic_schedule(T, self.W)
+        self.length = self.schedule.length
+        self.K = [None] * (T + 1)  # K[s]: float32 (capacity m, NR m), rows (slot, b) of the blocks source s holds
+        self.blocks = [None] * (T + 1)  # blocks[s]: (first, size, slot) int64 arrays, in order of time
+        self.count = [0] * (T + 1)
         self.active = []
 
     def step(self, Ru, t: int, R_theta, der, rwt, hard=None) -> None:
-        """Fill Ru[t, :t] (exact at the active sources, interpolated in s elsewhere) and start source t; hard as in
-        :func:`direct_lags` (the hard kernels on the same grid, interpolated alike)."""
-        from ._history import column_copies, propagate_source  # numba: loaded on first use
+        """Fill Ru[t, :t] (on the active sources, interpolated in s elsewhere), start source t and merge the storage
+        blocks due at t; hard as in :func:`direct_lags` (the hard kernels on the same grid, interpolated alike)."""
+        from ._history import column_copies, propagate_blocks  # numba: loaded on first use
 
         m, NR = self.m, self.NR
         keep = [s for s in self.active if t - s < self.length[s]]
         for s in self.active:
             if t - s >= self.length[s]:
-                self.K[s] = None  # left the grid: its history is no longer needed
+                self.K[s] = self.blocks[s] = None  # left the grid: its history is no longer needed
         self.active = keep
         g = der.grad_f[:NR].T          # (m, NR)
         gl = g * der.l2[:NR]
         cv_ = der.curv[:NR].T
         if keep:
-            Rt = _flushed32(R_theta[t, :t].transpose(1, 0, 2).reshape(m, t * m))  # (a, (s', b))
+            Rcum = np.ascontiguousarray(np.cumsum(R_theta[t, :t], axis=0))  # (t, m, m)
             wts = column_copies(_stacked_weights(rwt, hard), m)
             vals_all = np.zeros((len(keep), len(wts), m, m))
             g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))
             for i, s in enumerate(keep):
-                lag = t - s
-                propagate_source(np.ascontiguousarray(Rt[:, s * m:]), self.K[s][:lag].reshape(lag * m, NR * m),
-                                 g32, gl32, cv32, wts, self.K[s][lag].reshape(m, NR * m), vals_all[i])
+                first, size, slot = self.blocks[s]
+                self.count[s] = propagate_blocks(Rcum, s, t, self.W, first, size, slot, self.count[s], self.K[s],
+                                                 g32, gl32, cv32, wts, vals_all[i])
             src = np.asarray(keep)
             off = np.setdiff1d(np.arange(t), src, assume_unique=True) if len(keep) < t else None
             targets = [Ru] + ([] if hard is None else list(hard[0]))
@@ -166,6 +230,11 @@ class DyadicJacobians:
                     for a in range(m):
                         for c in range(m):
                             target[t, off, a, c] = np.interp(off, src, vals[:, a, c])
-        self.K[t] = np.empty((self.length[t], m, NR, m), dtype=np.float32)
-        self.K[t][0] = _flushed32(gl[:, :, None] * g.T[None, :, :] + cv_[:, :, None] * np.eye(m)[:, None, :])
+        cap = self.schedule.capacity[t]
+        self.K[t] = np.empty((cap * m, NR * m), dtype=np.float32)
+        self.K[t][:m] = _flushed32(gl[:, :, None] * g.T[None, :, :]
+                                   + cv_[:, :, None] * np.eye(m)[:, None, :]).reshape(m, NR * m)
+        self.blocks[t] = (np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64))
+        self.blocks[t][0][0], self.blocks[t][1][0] = t, 1
+        self.count[t] = 1
         self.active.append(t)
