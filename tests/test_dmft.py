@@ -416,6 +416,7 @@ def test_auto_response_falls_back_to_direct_when_stein_blows_up(monkeypatch):
     r = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2)
     assert r.status == "diverged" and r.diverged_at["step"] == 3 and r.settings["response"] == "direct"
     assert "re-solved with 'direct'" in r.method["response_auto"]
+    assert "the other replicas were stopped" in r.method["response_auto"]  # the first blow-up decided it
     s = dmft("tanh", "z + z**2/2", "square", 1, delta=8.0, eta=1.0, steps=4, paths=2048, replicas=2, response="stein")
     assert s.settings["response"] == "stein" and s.method["response_auto"] is None
 
@@ -615,3 +616,11 @@ def test_a_short_solve_runs_its_replicas_in_this_process_with_the_same_numbers()
         assert 8192 * 41 >= SERIAL_WORK
         assert dmft(big, paths=16384, replicas=2, bias_check=False).settings["processes"] == 2
 
+
+
+def test_a_dmft_that_diverges_at_its_first_step_says_so_in_one_line():
+    """An initial covariance above the divergence limit stops the solve at t = 0: one line, not a shape error from
+    the hard process of an empty run."""
+    with pytest.raises(TheorykitError, match="cannot start: the DMFT diverged at step 0"):
+        dmft("gelu", "sign-symmetric", "logistic", 1, delta=8.0, eta=1.0, steps=5, paths=1024, replicas=2,
+             Sigma0=[[1e9]])

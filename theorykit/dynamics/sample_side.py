@@ -531,7 +531,7 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
     idx = np.arange(S)
     C_mu = np.zeros((S, kH, m, m))
     hard_info = []
-    for j in range(kH):
+    for j in range(kH if S else 0):  # S = 0: diverged at the first step, nothing to propagate
         zeta = z @ hard_basis[:, j]
         info, check = None, None
         if kinked_hard or kernel_hard:
@@ -562,10 +562,10 @@ def solve_once(net, link, hard_basis, delta, etas, ridge, Sigma0, M0, batch_args
         "Ezu": Ezu[:S], "D_tail": tails[:S],
         "D_top": np.append(dtop[:S], [top_at_divergence] if top_at_divergence is not None else []),
         "C_mu": C_mu, "hard_info": hard_info,
-        "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if kH else np.zeros((S, 0, m, m))),
-        "P_half": (hard_info[0]["P_half"] if kH else np.zeros((S, m, m))),
-        "Sigma0_half": (hard_info[0]["Sigma0_half"] if kH else np.eye(m)),
-        "hard_ess": (hard_info[0]["ess"] if kH else np.zeros(S)),
+        "C_mu_init": (np.stack([i["C_init"] for i in hard_info], axis=1) if hard_info else np.zeros((S, kH, m, m))),
+        "P_half": (hard_info[0]["P_half"] if hard_info else np.zeros((S, m, m))),
+        "Sigma0_half": (hard_info[0]["Sigma0_half"] if hard_info else np.eye(m)),
+        "hard_ess": (hard_info[0]["ess"] if hard_info else np.zeros(S)),
         "C_theta": par.C[:S, :S], "R_theta": par.R[:S, :S], "C_u": Cu[:S, :S],
         "R_u": Ru[:S, :S],
         "diverged": diverged, "stopped_at": stopped_at, "repairs": repairs, "N": N, "NR": NR, "excluded": excluded,

@@ -344,9 +344,10 @@ def _preload_for_workers() -> None:
     propagate_source(z32, z32, z32, z32, z32, z32, z32.copy(), np.zeros((1, 1, 1)))  # and the Jacobians' kernel
 
 
-def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list:
+def _run_replicas(jobs: list, procs: int, progress: bool, checking: int, abandon=None) -> Optional[list]:
     """Every job's result, in order, on ``procs`` processes (forked); ``checking``: how many of the jobs are the bias
-    check's (for the progress bar)."""
+    check's (for the progress bar).  abandon(index, result): True stops the other jobs and returns None (the solve
+    is to be redone another way)."""
     from .._checks import Progress
 
     # the bar counts replica solves (one job each; with the bias check, half of them have half the paths)
@@ -361,14 +362,22 @@ def _run_replicas(jobs: list, procs: int, progress: bool, checking: int) -> list
     if procs > 1:
         _preload_for_workers()
         ctx = mp.get_context("fork")
-        with ctx.Pool(procs) as pool:
+        with ctx.Pool(procs) as pool:  # leaving the block terminates the workers still running
             for i, res in enumerate(pool.imap(_replica_worker, jobs)):
+                if abandon is not None and abandon(i, res):
+                    if bar:
+                        bar.close(i + 1)
+                    return None
                 results.append(res)
                 if bar:
                     bar.update(i + 1)
     else:
         for i, job in enumerate(jobs):
             results.append(_replica_worker(job))
+            if abandon is not None and abandon(i, results[-1]):
+                if bar:
+                    bar.close(i + 1)
+                return None
             if bar:
                 bar.update(i + 1)
     if bar:
@@ -818,6 +827,17 @@ def _rare_paths(given: _Given, raw: DMFTNumerics, setup: _Setup, plan: Plan, ste
             "truncated_diverged_at": reached}
 
 
+def _redo_direct(given: _Given, raw: DMFTNumerics, step: int, t0: float, where: str = "") -> DMFTResult:
+    """'auto' keeps its promise: a numerical blow-up of Stein's responses (at ``step``) is re-solved with direct
+    Jacobians (seen with GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1); seconds counted from t0."""
+    res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
+    # a solve always sets method
+    cast(dict, res.method)["response_auto"] = (f"'stein' diverged at step {step}{' ' + where if where else ''} with a "
+                                               "stable per-sample curvature (a numerical instability of the "
+                                               "estimator): re-solved with 'direct'")
+    return replace(res, seconds=_time.perf_counter() - t0)
+
+
 def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
     """:func:`dmft`'s steps: check and plan, run the replicas, aggregate them, diagnose a divergence (response='auto'
     re-solves a numerical blow-up of Stein's responses with direct Jacobians), describe the solve."""
@@ -825,7 +845,23 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
 
     setup, num, plan = _prepare(given, raw)
     R = num.replicas
-    results = _run_replicas(_replica_jobs(setup, num, plan), plan.processes, num.progress, R if plan.bias_check else 0)
+    redo = plan.auto and not plan.kinked and plan.response == "stein"
+    blowup: list = []
+
+    def abandon(i: int, res: dict) -> bool:
+        # 'auto' re-solves a numerical blow-up of Stein's responses with direct Jacobians (below): the first main
+        # replica that shows one decides it, and the others stop (they would be thrown away)
+        if not redo or i >= R:
+            return False
+        d = _diagnose_divergence([res], [], setup.etas, setup.delta, plan.response, _reach(setup, num))
+        if d is not None and d.numerical:
+            blowup.append(d.step)
+        return bool(blowup)
+
+    results = _run_replicas(_replica_jobs(setup, num, plan), plan.processes, num.progress, R if plan.bias_check else 0,
+                            abandon=abandon)
+    if results is None:
+        return _redo_direct(given, raw, blowup[0], t0, "in a replica; the other replicas were stopped")
     halves, results = results[R:], results[:R]
     # a loss that is NaN (or infinite) at t = 0 is undefined at the initial point, not a divergence
     err = loss_undefined_at_start(setup.net.loss, [r_["train_loss"][0] for r_ in results + halves
@@ -833,17 +869,12 @@ def _solve(given: _Given, raw: DMFTNumerics, t0: float) -> DMFTResult:
     if err is not None:
         raise err
     S = min(len(r["train_loss"]) for r in results + halves)
-    agg = _aggregate(results, halves, S, setup, num, plan)
     diverged = _diagnose_divergence(results, halves, setup.etas, setup.delta, plan.response, _reach(setup, num))
-    if diverged and diverged.numerical and plan.auto and not plan.kinked and plan.response == "stein":
-        # 'auto' keeps its promise: a numerical blow-up of Stein's responses is re-solved with direct Jacobians
-        # (seen with GeLU, y = sign(|z| - median), logistic loss, delta = 8, eta = 1)
-        res = _solve(given, replace(raw, response="direct"), _time.perf_counter())
-        # a solve always sets method
-        cast(dict, res.method)["response_auto"] = (f"'stein' diverged at step {diverged.step} with a stable "
-                                                   "per-sample curvature (a numerical instability of the estimator): "
-                                                   "re-solved with 'direct'")
-        return replace(res, seconds=_time.perf_counter() - t0)
+    if S == 0 and diverged is not None:  # nothing to report: the initial state itself is beyond the limits
+        raise TheorykitError(f"the DMFT cannot start: {diverged.hint}")
+    agg = _aggregate(results, halves, S, setup, num, plan)
+    if diverged and diverged.numerical and redo:
+        return _redo_direct(given, raw, diverged.step, t0)
     method = solve_method(setup, num, plan, results, halves)
     mean, hard = agg["mean"], setup.hard_basis.shape[1]
     status = "ok" if diverged is None else "diverged"
