@@ -6,7 +6,7 @@ import sympy as sp
 
 from theorykit import conventions as cv
 from theorykit.symbolic import functions as fn
-from theorykit.symbolic.gaussian import exact_expectation, expectation, quadrature_1d
+from theorykit.symbolic.gaussian import exact_expectation, expectation, quadrature_1d, quadrature_nd
 
 x = cv.X
 
@@ -149,3 +149,22 @@ def test_a_non_zero_expression_is_refuted_by_numbers():
     assert not nonzero_at_points(sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1)
     assert not nonzero_at_points(sp.sqrt(q) ** 2 - q)
     assert nonzero_at_points(sp.sin(q * x) - sp.sin(x))
+
+
+def test_quadrature_nd_of_products_and_powers_against_exact_moments():
+    """The tensor rule evaluates an integrand as the product of its factors' grid values (each factor, and each
+    integer power, computed once and reused by the next integrand).  Against the whole integrand lambdified on the
+    same nodes, and against E[exp(a z1 z2)] = 1 / sqrt(1 - a^2) (a non-separable factor, so the tensor grid is used)."""
+    from theorykit.rules import gauss_hermite
+
+    z1, z2, z3 = sp.symbols("z1 z2 z3", real=True)
+    g = sp.exp(z1 * z2 / 2)
+    value, err = quadrature_nd(2 * z3 ** 2 * g, [z1, z2, z3], order=24)
+    assert abs(value - 2 / np.sqrt(0.75)) < 1e-9 + err
+    rule = gauss_hermite(48, 3)
+    for expr in (-3 * (z1 + z2) ** 3 * g * (z1 + z2) * z3 ** 2, z1 * g ** 2 * sp.sqrt(1 + (z2 - z3) ** 2) / 7,
+                 sp.Rational(1, 3) * g * sp.cos(z1 + z2 * z3) ** 3, g ** sp.Rational(3, 2) * (z1 - z3) ** 5 * z2):
+        value, _ = quadrature_nd(expr, [z1, z2, z3], order=24)
+        f = sp.lambdify([z1, z2, z3], expr, "numpy")
+        direct = float(rule.weights @ f(*rule.nodes.T))
+        assert abs(value - direct) <= 1e-12 * max(1.0, abs(direct)), (expr, value, direct)

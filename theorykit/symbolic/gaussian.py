@@ -469,6 +469,49 @@ def _tensor_grid(order: int, dim: int) -> tuple:
     return grids, wts
 
 
+@lru_cache(maxsize=12)
+def _grid_values(factor: sp.Expr, variables: tuple, order: int) -> np.ndarray:
+    """One factor of an integrand on the tensor grid of :func:`_tensor_grid` (read-only), kept for the next integrand:
+    the link analysis integrates many products of the same factors (the link, its powers' base, a latent coordinate)."""
+    grids, wts = _tensor_grid(order, len(variables))
+    f = sp.lambdify(list(variables), factor, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+    with np.errstate(all="ignore"):
+        v = np.array(np.broadcast_to(np.asarray(f(*grids), dtype=float), wts.shape))
+    v.setflags(write=False)
+    return v
+
+
+@lru_cache(maxsize=12)
+def _grid_power(base: sp.Expr, n: int, variables: tuple, order: int) -> np.ndarray:
+    """base**n on the tensor grid (read-only), by repeated products of :func:`_grid_values` (numpy's float power is
+    several times slower than a product)."""
+    v = _grid_values(base, variables, order)
+    if n == 1:
+        return v
+    out = v * _grid_power(base, n - 1, variables, order) if n > 2 else v * v
+    out.setflags(write=False)
+    return out
+
+
+def _grid_product(expr: sp.Expr, variables: tuple, order: int) -> np.ndarray:
+    """expr on the tensor grid as the product of its factors' values (:func:`_grid_values`; positive integer powers
+    of a factor from its base's values)."""
+    out, coef = None, 1.0
+    for fac in sp.Mul.make_args(expr):
+        if fac.is_Number:
+            coef *= float(fac)
+            continue
+        base, ex = fac.as_base_exp()
+        if ex.is_Integer and int(ex) > 0:
+            v = _grid_power(base, int(ex), variables, order)
+        else:
+            v = _grid_values(fac, variables, order)
+        out = v if out is None else out * v
+    if out is None:
+        return np.full(_tensor_grid(order, len(variables))[1].shape, coef)
+    return out * coef if coef != 1.0 else out
+
+
 def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60) -> tuple[float, float]:
     """E[expr] over 2-3 Gaussian variables by tensor Gauss-Hermite (:func:`theorykit.rules.gauss_hermite`, 2*order
     nodes per axis); error from comparing with order nodes per axis (docs/theory.md §3, numerics).  Where expr
@@ -492,12 +535,10 @@ def quadrature_nd(expr: sp.Expr, variables: Sequence[sp.Symbol], order: int = 60
                 total += prod
             vals.append(total)
             continue
-        f = sp.lambdify(list(variables), expr, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
-        grids, wts = _tensor_grid(o, D)
-        shape = wts.shape
+        _, wts = _tensor_grid(o, D)
         with np.errstate(all="ignore"):
-            fv = np.broadcast_to(np.asarray(f(*grids), dtype=float), shape)
-        vals.append(float(np.sum(wts * fv)))
+            fv = _grid_product(expr, tuple(variables), o)
+        vals.append(float(np.dot(wts.ravel(), fv.ravel())))
     if not np.all(np.isfinite(vals)):
         raise TheorykitError(f"E[{expr}] is not finite on the quadrature grid")
     return vals[1], abs(vals[1] - vals[0]) + 1e-15

@@ -892,10 +892,9 @@ HARD_GRID_TURN = 0.3
 #: within HARD_CLOSED_BUDGET seconds in all (SymPy can take seconds per node on numeric coefficients)
 HARD_CLOSED_TRIES = 3
 HARD_CLOSED_BUDGET = 2.0
-#: seconds for the closed form with the easy coordinates as symbols, and at one node
+#: seconds for the closed form with the easy coordinates as symbols (the numerical average runs beside it), and at
+#: one node
 HARD_SYMBOLIC_SECONDS = 5.0
-#: ... waited for alone; beyond, the numerical average runs beside it
-HARD_SYMBOLIC_GRACE = 1.0
 HARD_NODE_SECONDS = 1.0
 #: the grid level of each node's delta_alg in the average (:func:`delta_alg_grid`; its error is measured per node)
 HARD_GRID_LEVEL = 1
@@ -1058,17 +1057,23 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     a = sp.symbols(f"a1:{kE + 1}", real=True)
     symbolic = None
     try:  # the closed form with the easy coordinates as symbols: SymPy's monotonicity test can run for minutes on
-        # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS;
-        # after HARD_SYMBOLIC_GRACE seconds without an answer the numerical average below runs beside it
+        # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS,
+        # while the numerical average below runs beside it and looks for its answer after every node
         cond = _conditional_link(lk, easy, hard, a)
         symbolic = start_in_child(_delta_alg_exact_single, (cond,)) if noise is None else None
-        if symbolic is not None and symbolic.ready(HARD_SYMBOLIC_GRACE):
-            ex = _exact_hard(symbolic.result(0.0))
-            if ex is not None:
-                return ex, ""
-            symbolic = None
     except Exception:
         cond = None
+
+    class Arrived(Exception):  # the symbolic closed form answered during the average
+        pass
+
+    def poll_symbolic() -> None:
+        nonlocal symbolic
+        if symbolic is not None and symbolic.ready(0.0):
+            ex = _exact_hard(symbolic.result(0.0))
+            symbolic = None
+            if ex is not None:
+                raise Arrived(ex)
     closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
     try:
         numeric = (lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy")
@@ -1104,6 +1109,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         keep = ws >= HARD_WEIGHT_FLOOR  # the rest counted as rho = 0: a bias of at most 2 x their mass (rho <= 2)
         rho, err = 0.0, 2.0 * float(ws[~keep].sum())
         for node, wt in zip(nodes[keep], ws[keep]):
+            poll_symbolic()
             d = None
             if noise is not None:  # a noisy single-index link at each node: the additive-noise quadrature
                 d = delta_alg_additive(at(node), noise)
@@ -1131,6 +1137,8 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     try:
         rho, err = average(order)
         rho2, _ = average(order // 2)
+    except Arrived as found:
+        return found.args[0], ""
     except TheorykitError as e:
         rho = None
         why = f"not computed: {str(e).splitlines()[0]}"
