@@ -83,8 +83,9 @@ SETUPS = {
 }
 
 
-def relu_of_product(c: float):
-    """delta_alg of y = max(z1 z2 z3 - c, 0), c > 0, and an error bound (module docstring: "relu of the product")."""
+def relu_of_product(c):
+    """delta_alg of y = max(z1 z2 z3 - c, 0), c > 0, and an error bound (module docstring: "relu of the product");
+    c None: of y = z1 z2 z3 itself (a check of the integrals against the sphere quadrature's 2.5651804)."""
     import numpy as np
     from scipy import integrate, special
 
@@ -94,19 +95,21 @@ def relu_of_product(c: float):
         parts = [integrate.quad(f, lo, hi, limit=200, epsabs=1e-14, epsrel=1e-12) for lo, hi in ((0, 1), (1, np.inf))]
         return sum(v for v, _ in parts)
 
-    def tail(h):
-        v, e = integrate.quad(h, c, np.inf, limit=400, epsabs=1e-13, epsrel=1e-11)
-        return v, e
-
-    p1, e1 = tail(lambda u: moment(u, 0))            # P(u > c)
-    a2, e2 = tail(lambda u: moment(u, 2))            # E[z1^2; u > c]
-    p0 = 1 - p1
-    g0 = (1 - a2) / p0 - 1                           # g on the atom y = 0
     def spread(u):  # (E[z1^2 | u] - 1)^2 p(u); 0 where p(u) underflows (far tail)
         m0 = moment(u, 0)
         return (moment(u, 2) / m0 - 1) ** 2 * m0 if m0 > 0 else 0.0
 
-    cont, e3 = tail(spread)
+    def over(h, lo, hi=np.inf):
+        return integrate.quad(h, lo, hi, limit=400, epsabs=1e-13, epsrel=1e-11)
+
+    if c is None:  # u and -u alike: twice the half-line
+        (a, ea), (b, eb) = over(spread, 0, 1), over(spread, 1)
+        return 1 / (2 * (a + b)), 2 * (ea + eb) / (2 * (a + b)) ** 2
+    p1, e1 = over(lambda u: moment(u, 0), c)         # P(u > c)
+    a2, e2 = over(lambda u: moment(u, 2), c)         # E[z1^2; u > c]
+    p0 = 1 - p1
+    g0 = (1 - a2) / p0 - 1                           # g on the atom y = 0
+    cont, e3 = over(spread, c)
     rho = p0 * g0 ** 2 + cont
     err_rho = e3 + (abs(g0) * 2 + g0 ** 2) * (e1 + e2) / p0 + 1e-10
     return 1 / rho, err_rho / rho ** 2
