@@ -116,14 +116,48 @@ def column_copies(v: np.ndarray, m: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def mergeable(first: int, size: int, nxt_first: int, nxt_size: int, s: int, t: int, W: int) -> bool:
-    """Whether two neighbouring storage blocks of source s, [first, first + size) and the next, merge at the end of
-    step t (:class:`theorykit.dynamics.responses.DyadicJacobians`): equal sizes n, aligned on source s (first - s
-    divisible by 2n), and both the younger one's newest time at the next step and the older one's first time from
-    the source at least W n away (the merged block is then at most 2 / W of its distance from either end)."""
-    n = size
-    return (nxt_size == n and nxt_first == first + n and (first - s) % (2 * n) == 0
-            and t + 1 - (nxt_first + n - 1) >= W * n and first - s >= W * n)
+def merge_plan(first: np.ndarray, size: np.ndarray, slot: np.ndarray, count: int, s: int, t: int, W: int,
+               ops: np.ndarray) -> tuple:  # pragma: no cover - compiled
+    """The storage blocks of source s (:class:`theorykit.dynamics.responses.DyadicJacobians`) due to merge at the end
+    of step t, applied to the block list (first, size, slot; in order of first, ``count`` in use) and written to
+    ``ops`` (rows (into, from, moved): the data of slot ``from`` merges into slot ``into``, then slot ``moved`` (the
+    last in use) moves into the freed slot ``from`` unless they are the same).  Returns (count, number of ops).
+
+    A block of size n holds the times s' = first, first + 2, ..., first + 2(n - 1): one parity, so that a path whose
+    Jacobian alternates in sign from step to step (1 - eta D / delta < 0) is smooth within each block.  Two blocks of
+    one parity merge when they are neighbours in it (the next starts at first + 2n), of equal size n, aligned on the
+    source (first - s = parity mod 4n), and both the younger one's newest time at the next step and the older one's
+    first time from the source at least 2 W n away: the merged block spans at most 2 / W of its distance from t and
+    from the source."""
+    nops = 0
+    i = 0
+    while i < count:
+        n = size[i]
+        j = i + 1
+        while j < count and (first[j] - first[i]) % 2 != 0:
+            j += 1  # the next block of the same parity
+        if (j < count and size[j] == n and first[j] == first[i] + 2 * n and (first[i] - s) % (4 * n) < 2
+                and t + 1 - (first[j] + 2 * (n - 1)) >= 2 * W * n and first[i] - s >= 2 * W * n):
+            size[i] = 2 * n
+            freed = slot[j]
+            last = count - 1
+            ops[nops, 0] = slot[i]
+            ops[nops, 1] = freed
+            ops[nops, 2] = last
+            nops += 1
+            for k in range(j, count - 1):  # the block list closes up
+                first[k] = first[k + 1]
+                size[k] = size[k + 1]
+                slot[k] = slot[k + 1]
+            count -= 1
+            if freed != last:  # the last slot's data moves into the freed one
+                for k in range(count):
+                    if slot[k] == last:
+                        slot[k] = freed
+            i = max(i - 2, 0)  # the merged block may merge again
+        else:
+            i += 1
+    return count, nops
 
 
 @numba.njit(cache=True, fastmath=True)
@@ -131,24 +165,25 @@ def propagate_blocks(Rcum: np.ndarray, s: int, t: int, W: int, first: np.ndarray
                      slot: np.ndarray, count: int, Kbuf: np.ndarray, g: np.ndarray, gl: np.ndarray, cv: np.ndarray,
                      weights: np.ndarray, vals: np.ndarray) -> int:  # pragma: no cover - compiled
     """Source s of :class:`theorykit.dynamics.responses.DyadicJacobians` at time t: :func:`propagate_source` over the
-    storage blocks it holds, K^t_s stored as a new block, then the blocks due to merge (:func:`mergeable`) merged.
+    storage blocks it holds, K^t_s stored as a new block, then the blocks due to merge (:func:`merge_plan`) merged.
     Returns the number of blocks held.
 
-    Rcum (t, m, m): cumulative sums over s' of R_theta(t, s'); the blocks, in order of time: first, size (their
-    times s' in [first, first + size)) and slot (their rows (slot, b) in Kbuf, (capacity m, NR m) float32, the mean
-    over the block of K^s'_s); slots 0 .. count - 1 are in use.  A block enters the sum as
-    (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  A merge writes the mean of two blocks (equal sizes) into the older
-    one's slot and moves the last slot's rows into the freed one (the sum does not depend on the slots' order)."""
+    Rcum (t, m, m): the cumulative sums of R_theta(t, s') over s' of one parity (Rcum[s'] = R_theta(t, s') +
+    Rcum[s' - 2]); the blocks, in order of time: first, size (the times first + 2i, i < size) and slot (their rows
+    (slot, b) in Kbuf, (capacity m, NR m) float32, the mean over the block of K^s'_s); slots 0 .. count - 1 are in
+    use.  A block enters the sum as (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  A merge writes the mean of two
+    blocks (equal sizes) into the older one's slot and moves the last slot's rows into the freed one (the sum does not
+    depend on the slots' order)."""
     A = g.shape[0]
     P = count * A
     R = np.zeros((A, P), np.float32)
     tiny = np.float32(TINY32)
     for i in range(count):
         lo = first[i]
-        hi = first[i] + size[i] - 1
+        hi = first[i] + 2 * (size[i] - 1)
         for a in range(A):
             for b in range(A):
-                v = Rcum[hi, a, b] - (Rcum[lo - 1, a, b] if lo > 0 else 0.0)
+                v = Rcum[hi, a, b] - (Rcum[lo - 2, a, b] if lo >= 2 else 0.0)
                 v32 = np.float32(v)
                 R[a, slot[i] * A + b] = np.float32(0.0) if abs(v32) < tiny else v32
     propagate_source(R, Kbuf[:P], g, gl, cv, weights, Kbuf[P:P + A], vals)
@@ -156,29 +191,17 @@ def propagate_blocks(Rcum: np.ndarray, s: int, t: int, W: int, first: np.ndarray
     size[count] = 1
     slot[count] = count
     count += 1
+    ops = np.empty((count, 3), np.int64)
+    count, nops = merge_plan(first, size, slot, count, s, t, W, ops)
     L = Kbuf.shape[1]
-    i = 0
-    while i + 1 < count:
-        if not mergeable(first[i], size[i], first[i + 1], size[i + 1], s, t, W):
-            i += 1
-            continue
-        sa, sb = slot[i], slot[i + 1]
+    for k in range(nops):
+        into, frm, moved = ops[k, 0], ops[k, 1], ops[k, 2]
         for r in range(A):
-            x = Kbuf[sa * A + r]
-            y = Kbuf[sb * A + r]
+            x = Kbuf[into * A + r]
+            y = Kbuf[frm * A + r]
             for j in range(L):
                 x[j] = np.float32(0.5) * (x[j] + y[j])
-        size[i] *= 2
-        for k in range(i + 1, count - 1):  # the block list closes up
-            first[k] = first[k + 1]
-            size[k] = size[k + 1]
-            slot[k] = slot[k + 1]
-        count -= 1
-        if sb != count:  # the last slot's rows move into the freed slot
+        if frm != moved:
             for r in range(A):
-                Kbuf[sb * A + r, :] = Kbuf[count * A + r, :]
-            for k in range(count):
-                if slot[k] == count:
-                    slot[k] = sb
-        i = max(i - 1, 0)  # the merged block may merge again with its neighbours
+                Kbuf[frm * A + r, :] = Kbuf[moved * A + r, :]
     return count

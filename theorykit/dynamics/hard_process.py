@@ -26,9 +26,9 @@ HARD_BLOCK = 32
 
 def hard_subspace_basis(lk) -> np.ndarray:
     """(k, kH) orthonormal basis of the link's hard latent subspace (docs/theory.md §2)."""
-    from ..symbolic.links import analyse_link
+    from ..symbolic.links import link_subspaces
 
-    return np.asarray(analyse_link(lk).hard_basis, dtype=float).reshape(lk.k, -1)
+    return np.asarray(link_subspaces(lk)[1], dtype=float).reshape(lk.k, -1)
 
 
 def hard_tangents(D, zeta, weight, R_theta, Cu_zeta, etas, delta, ridge, Sigma0, rank=HARD_RANK,

@@ -41,8 +41,7 @@ def _resp_flops(T: int, m: int, W) -> float:
 
 
 #: response="auto" takes direct Jacobians on the whole batch when they fit in RESPONSE_MEMORY and cost at most this
-#: many multiply-adds per replica ((T+1)^3 m^3 N / 3); and the dyadic grid's response batch
-#: is cut to this many multiply-adds per replica
+#: many multiply-adds per replica ((T+1)^3 m^3 N / 3)
 DIRECT_AUTO_FLOPS = 1e10
 
 
@@ -228,8 +227,12 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = None  # every source stays on the grid: the full estimator
     bytes_per_resp = response_bytes(T, m, fine_lags)
     resp_cap = max(1, int(RESPONSE_MEMORY // bytes_per_resp))
-    if fine_lags is not None:  # the grid's response batch is also capped by its cost (its memory is small)
-        resp_cap = min(resp_cap, max(1, int(DIRECT_AUTO_FLOPS // _resp_flops(T, m, fine_lags))))
+    if fine_lags is not None:
+        # the grid's response batch is what the grid would hold without its storage blocks (every source's history in
+        # full): the blocks change the cost and the memory, not the estimator's noise
+        from .responses import dyadic_source_floats
+
+        resp_cap = min(resp_cap, max(1, int(RESPONSE_MEMORY // (dyadic_source_floats(T, fine_lags) * m * m * 4))))
     if latent != "monte-carlo":
         if nlat > 3:
             raise TheorykitError(f"Gauss-Hermite in {nlat} latent dimensions is too many nodes; use latent="

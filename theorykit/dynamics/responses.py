@@ -114,9 +114,9 @@ def dyadic_drop_lag(s: int, W: int) -> float:
 class DyadicSchedule:
     """The bookkeeping of :class:`DyadicJacobians` to T with W fine lags, fixed before any path is drawn.
 
-    A source's stored history K^s'_s (s <= s' < t) is kept in storage blocks of times s', merged two by two
-    (:func:`theorykit.dynamics._history.mergeable`) so that a block is at most 2 / W of its distance from the source
-    and from t.  The blocks depend only on the lag t - s, so one source to T describes them all.
+    A source's stored history K^s'_s (s <= s' < t) is kept in storage blocks of times s' of one parity, merged two
+    by two (:func:`theorykit.dynamics._history.merge_plan`) so that a block spans at most 2 / W of its distance from
+    the source and from t.  The blocks depend only on the lag t - s, so one source to T describes them all.
 
     held[L]: blocks a source holds at lag L (its history s' in [s, s + L)); length[s]: how many steps source s stays
     on the grid; capacity[s]: its buffer, in blocks; live_peak: the most blocks held by all sources together at one
@@ -133,26 +133,19 @@ class DyadicSchedule:
 
 @functools.lru_cache(maxsize=16)
 def dyadic_schedule(T: int, W: int) -> DyadicSchedule:
-    """The :class:`DyadicSchedule` to T with W fine lags (a dry run of one source; O(T W log T) integer work)."""
-    from ._history import mergeable
+    """The :class:`DyadicSchedule` to T with W fine lags (a dry run of one source's block list with the compiled
+    kernel's own rule, :func:`theorykit.dynamics._history.merge_plan`)."""
+    from ._history import merge_plan
 
-    rule = mergeable.py_func  # the compiled kernel's rule, run here as Python
     length = [int(min(dyadic_drop_lag(s, W), T + 1 - s)) for s in range(T + 1)]
     held = np.zeros(T + 1, dtype=np.int64)
-    first: list = []
-    size: list = []
+    first, size, slot = (np.zeros(T + 2, dtype=np.int64) for _ in range(3))
+    ops = np.empty((T + 2, 3), dtype=np.int64)
+    count = 0
     for t in range(T + 1):
-        held[t] = len(first)
-        first.append(t)
-        size.append(1)
-        i = 0
-        while i + 1 < len(first):
-            if rule(first[i], size[i], first[i + 1], size[i + 1], 0, t, W):
-                size[i] *= 2
-                del first[i + 1], size[i + 1]
-                i = max(i - 1, 0)
-            else:
-                i += 1
+        held[t] = count
+        first[count], size[count], slot[count] = t, 1, count
+        count, _ = merge_plan(first, size, slot, count + 1, 0, t, W, ops)
     capacity = tuple(int(held[1:length[s]].max(initial=0)) + 1 for s in range(T + 1))
     cap = np.asarray(capacity)
     reads, live_peak = 0, 0
@@ -162,6 +155,13 @@ def dyadic_schedule(T: int, W: int) -> DyadicSchedule:
         reads += int(held[t - alive].sum())
         live_peak = max(live_peak, int(cap[alive].sum()))
     return DyadicSchedule(T, W, held, tuple(length), capacity, live_peak, reads)
+
+
+def dyadic_source_floats(T: int, W: int) -> int:
+    """(b, n, c) blocks per response path that every source's history would take on the grid without storage blocks:
+    sum_s min(drop lag, T + 1 - s) (about T W (log2(T / W) + 2) / 2; the response batch is sized by it,
+    :func:`theorykit.dynamics.plan.make_plan`)."""
+    return int(sum(min(dyadic_drop_lag(s, W), T + 1 - s) for s in range(T + 1)))
 
 
 def dyadic_response_floats(T: int, W: int) -> int:
@@ -180,12 +180,14 @@ class DyadicJacobians:
     subset of the set at t - 1 plus t: about W + (W/2) log2(t / W) sources instead of t.  R_u(t, s) is linearly
     interpolated in s between the active sources, with a relative spacing (spacing / lag) of at most 2 / W.
 
-    The sum over s' runs over storage blocks (:class:`DyadicSchedule`): a block B of times s' with size / age <= 2 / W
-    holds the mean of K^s'_s over B, and enters as (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  The error of that
-    product is the covariance of R_theta(t, .) and K^.(s) over B: second order in the block's relative size, as the
-    interpolation in s.  Cost per step sum_{active s} (blocks held) m^3 NR, about W (log2 t/W + 2) per source;
-    memory :func:`dyadic_response_floats` m^2 NR float32.  With W > T no block merges and every source stays
-    active: the full direct estimator (:func:`direct_lags`), to rounding.
+    The sum over s' runs over storage blocks (:class:`DyadicSchedule`): a block B of times s' of one parity (a path
+    whose Jacobian alternates in sign, 1 - eta D / delta < 0, is smooth within it), spanning at most 2 / W of its
+    distance from the source and from t, holds the mean of K^s'_s over B, and enters as
+    (sum_{s' in B} R_theta(t, s')) mean_B K^s'_s.  The error of that product is the covariance of R_theta(t, .) and
+    K^.(s) over B: second order in the block's relative size where both are smooth in s', as the interpolation in s.
+    Cost per step sum_{active s} (blocks held) m^3 NR (:class:`DyadicSchedule` reads); memory
+    :func:`dyadic_response_floats` m^2 NR float32.  With W > T no block merges and every source stays active: the
+    full direct estimator (:func:`direct_lags`), to rounding.
     """
 
     def __init__(self, T: int, m: int, NR: int, W: int):
@@ -212,7 +214,9 @@ class DyadicJacobians:
         gl = g * der.l2[:NR]
         cv_ = der.curv[:NR].T
         if keep:
-            Rcum = np.ascontiguousarray(np.cumsum(R_theta[t, :t], axis=0))  # (t, m, m)
+            Rcum = np.empty((t, m, m))  # cumulative sums of R_theta(t, s') over s' of one parity (the blocks')
+            Rcum[0::2] = np.cumsum(R_theta[t, 0:t:2], axis=0)
+            Rcum[1::2] = np.cumsum(R_theta[t, 1:t:2], axis=0)
             wts = column_copies(_stacked_weights(rwt, hard), m)
             vals_all = np.zeros((len(keep), len(wts), m, m))
             g32, gl32, cv32 = (column_copies(v, m) for v in (g, gl, cv_))

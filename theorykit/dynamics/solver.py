@@ -336,12 +336,15 @@ def _preload_for_workers() -> None:
     import scipy.stats.qmc  # noqa: F401
     import threadpoolctl  # noqa: F401
 
-    from ._history import history_kernel, propagate_source
+    from ._history import history_kernel, propagate_blocks, propagate_source
 
     z = np.zeros((1, 1))
     history_kernel(z, z.copy(), z.copy(), z.copy(), z.copy(), True)  # loads the cached float64 / C-order overload
     z32 = np.zeros((1, 1), dtype=np.float32)
     propagate_source(z32, z32, z32, z32, z32, z32, z32.copy(), np.zeros((1, 1, 1)))  # and the Jacobians' kernel
+    i64 = np.zeros(2, dtype=np.int64)  # and the dyadic grid's, on storage blocks
+    propagate_blocks(np.zeros((1, 1, 1)), 0, 1, 16, i64, i64.copy(), i64.copy(), 0, np.zeros((2, 1), np.float32),
+                     z32, z32, z32, z32, np.zeros((1, 1, 1)))
 
 
 def _run_replicas(jobs: list, procs: int, progress: bool, checking: int, abandon=None) -> Optional[list]:

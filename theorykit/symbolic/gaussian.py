@@ -469,32 +469,48 @@ def _tensor_grid(order: int, dim: int) -> tuple:
     return grids, wts
 
 
-@lru_cache(maxsize=12)
-def _grid_values(factor: sp.Expr, variables: tuple, order: int) -> np.ndarray:
-    """One factor of an integrand on the tensor grid of :func:`_tensor_grid` (read-only), kept for the next integrand:
-    the link analysis integrates many products of the same factors (the link, its powers' base, a latent coordinate)."""
-    grids, wts = _tensor_grid(order, len(variables))
-    f = sp.lambdify(list(variables), factor, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
-    with np.errstate(all="ignore"):
-        v = np.array(np.broadcast_to(np.asarray(f(*grids), dtype=float), wts.shape))
+#: grid values of integrand factors shared between integrals, while :func:`shared_grid_values` is open (None: off)
+_GRID_VALUES: Optional[dict] = None
+
+
+@contextlib.contextmanager
+def shared_grid_values():
+    """Within the block, :func:`quadrature_nd` keeps each integrand factor's (and integer power's) values on the
+    tensor grid for the next integrand, and frees them at its end: the link analysis integrates many products of
+    the same factors (the link, a latent coordinate, their powers), each grid of 120^3 nodes costing one evaluation."""
+    global _GRID_VALUES
+    outer = _GRID_VALUES
+    if outer is None:
+        _GRID_VALUES = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _GRID_VALUES = None
+
+
+def _grid_values(factor: sp.Expr, variables: tuple, order: int, power: int = 1) -> np.ndarray:
+    """factor**power on the tensor grid of :func:`_tensor_grid` (read-only; kept while :func:`shared_grid_values` is
+    open), integer powers by repeated products (numpy's float power is several times slower than a product)."""
+    key = (factor, variables, order, power)
+    if _GRID_VALUES is not None and key in _GRID_VALUES:
+        return _GRID_VALUES[key]
+    if power > 1:
+        base = _grid_values(factor, variables, order)
+        v = base * (_grid_values(factor, variables, order, power - 1) if power > 2 else base)
+    else:
+        grids, wts = _tensor_grid(order, len(variables))
+        f = sp.lambdify(list(variables), factor, modules=[fn.NUMPY_MODULE, "scipy", "numpy"])
+        with np.errstate(all="ignore"):
+            v = np.array(np.broadcast_to(np.asarray(f(*grids), dtype=float), wts.shape))
     v.setflags(write=False)
+    if _GRID_VALUES is not None:
+        _GRID_VALUES[key] = v
     return v
 
 
-@lru_cache(maxsize=12)
-def _grid_power(base: sp.Expr, n: int, variables: tuple, order: int) -> np.ndarray:
-    """base**n on the tensor grid (read-only), by repeated products of :func:`_grid_values` (numpy's float power is
-    several times slower than a product)."""
-    v = _grid_values(base, variables, order)
-    if n == 1:
-        return v
-    out = v * _grid_power(base, n - 1, variables, order) if n > 2 else v * v
-    out.setflags(write=False)
-    return out
-
-
 def _grid_product(expr: sp.Expr, variables: tuple, order: int) -> np.ndarray:
-    """expr on the tensor grid as the product of its factors' values (:func:`_grid_values`; positive integer powers
+    """expr on the tensor grid as the product of its factors' values (:func:`_grid_values`, positive integer powers
     of a factor from its base's values)."""
     out, coef = None, 1.0
     for fac in sp.Mul.make_args(expr):
@@ -503,7 +519,7 @@ def _grid_product(expr: sp.Expr, variables: tuple, order: int) -> np.ndarray:
             continue
         base, ex = fac.as_base_exp()
         if ex.is_Integer and int(ex) > 0:
-            v = _grid_power(base, int(ex), variables, order)
+            v = _grid_values(base, variables, order, int(ex))
         else:
             v = _grid_values(fac, variables, order)
         out = v if out is None else out * v

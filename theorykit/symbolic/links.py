@@ -707,7 +707,15 @@ def _monomials(nvars: int, degree: int):
 
 
 def _easy_subspace(link: Link, max_degree: int):
-    """Iterative rule; returns (basis as SymPy Matrix k x e or None, method string)."""
+    """Iterative rule; returns (basis as SymPy Matrix k x e or None, method string).  The moments' tensor grids
+    share their factors' values (:func:`theorykit.symbolic.gaussian.shared_grid_values`)."""
+    from .gaussian import shared_grid_values
+
+    with shared_grid_values():
+        return _easy_subspace_moments(link, max_degree)
+
+
+def _easy_subspace_moments(link: Link, max_degree: int):
     k, zs = link.k, sp.Matrix(link.latent)
     U = sp.zeros(k, 0)
     tiers = set()
@@ -827,6 +835,22 @@ def clear_analysis_cache() -> None:
     """Forget the memoised analyses of :func:`analyse_link` (e.g. after replacing an estimator such as
     :func:`delta_alg_monte_carlo` by a cheaper one)."""
     _analyse_cached.cache_clear()
+    _subspaces_cached.cache_clear()
+
+
+def link_subspaces(spec, max_degree: int = 4) -> tuple:
+    """(easy_basis, hard_basis) of a link ((k, dim) arrays with orthonormal columns; copies), as
+    :func:`analyse_link` gives them, without its exponents and thresholds: what the DMFT and the simulator need."""
+    easy, hard = _subspaces_cached(make_link(spec), max_degree)[:2]
+    return easy.copy(), hard.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _subspaces_cached(lk: Link, max_degree: int) -> tuple:
+    """(easy, hard, tiers of the moments used) of :func:`_easy_subspace`, memoised on the link."""
+    U, tiers = _easy_subspace(lk, max_degree)
+    easy, hard = _orthonormal(U, lk.k)
+    return easy, hard, tiers
 
 
 @functools.lru_cache(maxsize=64)
@@ -844,8 +868,7 @@ def _analyse_cached(lk: Link, max_degree: int) -> LinkAnalysis:
         gen = _generative_exponent(lk, max_degree)
         if gen is None:
             notes.append("generative exponent > 6")
-    U, tiers = _easy_subspace(lk, max_degree)
-    easy, hard = _orthonormal(U, lk.k)
+    easy, hard, tiers = _subspaces_cached(lk, max_degree)
     method = "exact Gaussian moments" if tiers <= {"exact"} else "quadrature/Monte-Carlo moments"
     da: Optional[DeltaAlg]
     if easy.shape[1] > 0:
@@ -1064,16 +1087,13 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     except Exception:
         cond = None
 
-    class Arrived(Exception):  # the symbolic closed form answered during the average
-        pass
-
     def poll_symbolic() -> None:
         nonlocal symbolic
         if symbolic is not None and symbolic.ready(0.0):
             ex = _exact_hard(symbolic.result(0.0))
             symbolic = None
             if ex is not None:
-                raise Arrived(ex)
+                raise _ClosedFormArrived(ex)
     closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
     try:
         numeric = (lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy")
@@ -1137,7 +1157,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     try:
         rho, err = average(order)
         rho2, _ = average(order // 2)
-    except Arrived as found:
+    except _ClosedFormArrived as found:
         return found.args[0], ""
     except TheorykitError as e:
         rho = None
@@ -1161,6 +1181,10 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
                                f"quadrature: {how}, nodes of weight < {HARD_WEIGHT_FLOOR:g} skipped and counted in "
                                f"the error; error against {order // 2}) of the single-index delta_alg of the hard "
                                f"coordinate given them ({per_node}) (docs/theory.md §2)"), ""
+
+
+class _ClosedFormArrived(Exception):
+    """The symbolic closed form of :func:`delta_alg_hard` answered during the numerical average (args[0])."""
 
 
 def _node_response(numeric, node):
