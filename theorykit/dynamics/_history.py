@@ -114,7 +114,6 @@ def column_copies(v: np.ndarray, m: int) -> np.ndarray:
     return np.ascontiguousarray(np.repeat(np.asarray(v, dtype=np.float32), m, axis=1))
 
 
-
 @numba.njit(cache=True)
 def merge_plan(first: np.ndarray, size: np.ndarray, slot: np.ndarray, count: int, s: int, t: int, W: int,
                ops: np.ndarray) -> tuple:  # pragma: no cover - compiled

@@ -33,8 +33,8 @@ def response_bytes(T: int, m: int, W) -> int:
 
 
 def _resp_flops(T: int, m: int, W) -> float:
-    """Multiply-adds per response path of the direct Jacobians to T (every source, or the dyadic grid's block reads,
-    about W T (log2(T / W) + 2) / 2)."""
+    """Multiply-adds per response path of the direct Jacobians to T (every source, or the dyadic grid's storage
+    blocks read, :class:`theorykit.dynamics.responses.DyadicSchedule`)."""
     from .responses import dyadic_schedule
 
     return ((T + 1) ** 3 / 3 if W is None else dyadic_schedule(T, W).reads) * m ** 3
