@@ -394,3 +394,25 @@ def test_threshold_compares_with_the_hard_threshold(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["comparator"]["name"] == "delta_alg_hard" and out["comparator"]["value"] == 0.5
     assert out["delta_alg"] == 0 and out["delta_alg_hard"]["exact"] == "1/2"
+
+
+def test_noise_at_a_scale_set_by_the_easy_coordinates():
+    """y = z1 + z2^2 + c(z1) eps: given z1 the hard coordinate sees phase retrieval with noise at the constant scale
+    c(z1), so each node is the additive-noise quadrature at its own scale.  One hard direction: against the same
+    nodes' values on an independent outer rule (composite Gauss-Legendre times the normal density).  Two hard
+    directions: at least the threshold of the noisy chi2_2 link at the smallest scale (noise only weakens it)."""
+    from theorykit.rules import gauss_legendre_normal_split
+    from theorykit.symbolic.links import delta_alg_additive
+
+    h = tk.analyse_link("z1 + z2**2 + (1 + z1**2)*eps/2").delta_alg_hard
+    assert "own scale" in h.method
+    r = gauss_legendre_normal_split([-4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0], 8, 8.0)
+    rho = 0.0
+    for a, w in zip(r.nodes[:, 0], r.weights):
+        s = (1 + float(a) ** 2) / 2
+        rho += w / delta_alg_additive(make_link(f"{s:.17g}*eps + z**2"), s).value
+    assert abs(h.value - 1 / rho) <= h.error + 1e-6 and h.error < 1e-3
+    h2 = tk.analyse_link("z1 + z2**2 + z3**2 + (1 + z1**2)*eps/4").delta_alg_hard
+    floor = tk.analyse_link("z1**2 + z2**2 + eps/4").delta_alg
+    assert "noise scale" in h2.method and h2.value >= floor.value - floor.error - h2.error
+    assert "not computed" in tk.analyse_link("z1 + z2**2 + z1*z2*eps").hard_reason

@@ -1071,10 +1071,11 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
     noise = _additive_noise_scale(lk) if lk.noisy else None  # y = h(z) + s eps, constant s: each node additive
-    if (lk.noisy and noise is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+    scale = _noise_scale_given_easy(lk, easy, hard) if lk.noisy and noise is None else None  # y = h(z) + c(z_E) eps
+    if (lk.noisy and noise is None and scale is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
         return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones, "
-                      f"or two hard and one easy, noiseless or with noise added at a constant scale (this link: {kH} "
-                      f"hard, {kE} easy{', noisy' if lk.noisy else ''})")
+                      f"or two hard and one easy, noiseless or with noise added at a scale that depends on the easy "
+                      f"coordinates only (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
     if kH == 2:
         return hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
@@ -1083,7 +1084,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         # parameters (y = z1 + z2 + (z1 - z2) z3^2 + sin(z1 - z2) z3^4), so in a child, for HARD_SYMBOLIC_SECONDS,
         # while the numerical average below runs beside it and looks for its answer after every node
         cond = _conditional_link(lk, easy, hard, a)
-        symbolic = start_in_child(_delta_alg_exact_single, (cond,)) if noise is None else None
+        symbolic = start_in_child(_delta_alg_exact_single, (cond,)) if not lk.noisy else None
     except Exception:
         cond = None
 
@@ -1097,7 +1098,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     closed = [0, 0, 0.0]  # per-node closed forms tried, found, seconds spent
     try:
         numeric = (lambdify_safe([cv.Z, cv.EPS] + list(a), cond.expr, "hard_given_easy")
-                   if cond is not None and noise is None else None)
+                   if cond is not None and not lk.noisy else None)
     except Exception:
         numeric = None
     direction = easy_direction(cond, a) if kE == 2 and cond is not None else None
@@ -1131,8 +1132,10 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         for node, wt in zip(nodes[keep], ws[keep]):
             poll_symbolic()
             d = None
-            if noise is not None:  # a noisy single-index link at each node: the additive-noise quadrature
-                d = delta_alg_additive(at(node), noise)
+            if lk.noisy:  # a noisy single-index link at each node: the additive-noise quadrature at its scale
+                cl = at(node)
+                s_node = noise if noise is not None else _additive_noise_scale(cl)
+                d = delta_alg_additive(cl, s_node) if s_node is not None else None
                 if d is None:
                     raise TheorykitError(f"the link given the easy coordinates {np.round(node, 4).tolist()} is not "
                                          f"finite on the additive-noise rule")
@@ -1175,6 +1178,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     else:
         how = f"Gauss-Hermite over the easy coordinates ({order} nodes per coordinate"
     per_node = (f"each by the additive-noise quadrature, s = {noise:g}" if noise is not None else
+                f"each by the additive-noise quadrature at its own scale s = {scale}" if lk.noisy else
                 f"{closed[1]} node{'s' if closed[1] != 1 else ''} by the closed form, SymPy within "
                 f"{HARD_NODE_SECONDS:g} s each, which depends on the machine's speed; the rest by the binned grid")
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
@@ -1272,7 +1276,8 @@ def _node_operator(cl: Link) -> Optional[tuple]:
         pair = additive_operators(cl, s, HARD_NOISY_Z_NODES)
         if pair is None:
             return None
-        return (*pair, 1.0, f"by the additive-noise quadrature (s = {s:g}, {HARD_NOISY_Z_NODES[1]} nodes per axis)")
+        return (*pair, 1.0, f"by the additive-noise quadrature at the node's noise scale ({HARD_NOISY_Z_NODES[1]} "
+                            f"nodes per axis)")
 
     inner, _ = _strip_monotone(cl)
     got = sphere_operator(inner)
@@ -1283,6 +1288,18 @@ def _node_operator(cl: Link) -> Optional[tuple]:
     if got is not None:
         return got[0], got[1], 2.0, f"by the simplex mesh ({HARD_SIMPLEX_RULE[0]} cells per axis)"
     return None
+
+
+def _noise_scale_given_easy(lk: Link, easy: np.ndarray, hard: np.ndarray):
+    """c(a) (SymPy, in the easy coordinates a1, a2, ...) when y = h(z) + c(z_E) eps: noise added at a scale that
+    depends on the easy coordinates only, so that each node's link of the hard coordinates has noise at a constant
+    scale; else None."""
+    a = sp.symbols(f"a1:{easy.shape[1] + 1}", real=True)
+    cond = _conditional_link(lk, easy, hard, a)
+    c = sp.diff(cond.expr, cv.EPS)
+    if c == 0 or c.free_symbols & (set(cond.latent) | {cv.EPS}):
+        return None
+    return c
 
 
 def hard_operator_average(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
