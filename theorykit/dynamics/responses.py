@@ -161,7 +161,7 @@ def dyadic_source_floats(T: int, W: int) -> int:
     """(b, n, c) blocks per response path that every source's history would take on the grid without storage blocks:
     sum_s min(drop lag, T + 1 - s) (about T W (log2(T / W) + 2) / 2; the response batch is sized by it,
     :func:`theorykit.dynamics.plan.make_plan`)."""
-    return int(sum(min(dyadic_drop_lag(s, W), T + 1 - s) for s in range(T + 1)))
+    return int(sum(dyadic_schedule(T, W).length))
 
 
 def dyadic_response_floats(T: int, W: int) -> int:

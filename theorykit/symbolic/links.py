@@ -1070,9 +1070,9 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         da = analyse_link(u).delta_alg
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
-    noise = _additive_noise_scale(lk) if lk.noisy else None  # y = h(z) + s eps, constant s: each node additive
-    scale = _noise_scale_given_easy(lk, easy, hard) if lk.noisy and noise is None else None  # y = h(z) + c(z_E) eps
-    if (lk.noisy and noise is None and scale is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+    # y = h(z) + c(z_E) eps (c constant included): each node's link has noise added at a constant scale
+    scale = _noise_scale_given_easy(lk, easy, hard) if lk.noisy else None
+    if (lk.noisy and scale is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
         return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones, "
                       f"or two hard and one easy, noiseless or with noise added at a scale that depends on the easy "
                       f"coordinates only (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
@@ -1134,7 +1134,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
             d = None
             if lk.noisy:  # a noisy single-index link at each node: the additive-noise quadrature at its scale
                 cl = at(node)
-                s_node = noise if noise is not None else _additive_noise_scale(cl)
+                s_node = _additive_noise_scale(cl)
                 d = delta_alg_additive(cl, s_node) if s_node is not None else None
                 if d is None:
                     raise TheorykitError(f"the link given the easy coordinates {np.round(node, 4).tolist()} is not "
@@ -1177,8 +1177,7 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         how = f"a Gauss rule on each half-line of {over} ({order} nodes each"
     else:
         how = f"Gauss-Hermite over the easy coordinates ({order} nodes per coordinate"
-    per_node = (f"each by the additive-noise quadrature, s = {noise:g}" if noise is not None else
-                f"each by the additive-noise quadrature at its own scale s = {scale}" if lk.noisy else
+    per_node = (f"each by the additive-noise quadrature at its own scale s = {scale}" if lk.noisy else
                 f"{closed[1]} node{'s' if closed[1] != 1 else ''} by the closed form, SymPy within "
                 f"{HARD_NODE_SECONDS:g} s each, which depends on the machine's speed; the rest by the binned grid")
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
