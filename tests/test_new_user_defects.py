@@ -324,3 +324,42 @@ def test_dmft_text_says_what_its_error_bars_cover(capsys):
           "--steps", "3", "--paths", "4096"])
     out = capsys.readouterr().out
     assert "degrees of freedom" in out and "never the latent rule or the time grid" in out
+
+
+def test_hessian_with_d_is_the_dmft_of_n_samples_and_sees_the_edge_of_stability(capsys):
+    """`theorykit hessian ... --t 10 --d 400` on x + x^2/2 phase retrieval (square loss, eta = 0.5, delta = 8.437)
+    solved the d -> infinity DMFT, which stops at step 6 through paths a sample of n points does not hold, and then
+    told the user to give --d.  With d the DMFT is that of n = delta d samples and reaches t = 10.  Its bulk's right
+    edge lambda_+ (top tail truncated at n) against GD's own Hessian at t = 10 (d = 400, the hard direction removed
+    from the gradient, two seeds): eta lambda_max > 2 in GD and eta lambda_+ > 2 predicted (GD runs beyond its edge of
+    stability), lambda_+ within 10% of GD's mean lambda_max (the finite-n edge of this unbounded-above law sits a few
+    per cent below the truncated law's, as at t = 0 where the law is exact)."""
+    d, delta, eta, T = 400, 8.437, 0.5, 10
+    pr = tk.Problem("x + 0.5*x**2", "phase-retrieval", "square", delta=delta, eta=eta, steps=T)
+    h = tk.hessian(pr, T, d=d, paths=16384, replicas=4)
+    assert h.dmft.status == "ok" and h.law.truncation_n == 3375
+    n = h.law.truncation_n
+    tops = []
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((n, d))
+        y = X[:, 0] ** 2
+        th = rng.standard_normal(d)
+        th[0] = 0.0
+        th /= np.linalg.norm(th)
+        for t in range(T + 1):
+            u = X @ th
+            res, sp1 = u + u * u / 2 - y, 1 + u
+            if t == T:
+                tops.append(np.linalg.eigvalsh((X.T * (sp1 ** 2 + res)) @ X / n)[-1])
+            g = X.T @ (res * sp1)
+            g[0] = 0.0
+            th -= eta / n * g
+    assert min(tops) * eta > 2 and h.top_edge * eta > 2
+    assert h.top_edge == pytest.approx(np.mean(tops), rel=0.10)
+    assert main(["hessian", "--activation", "x + 0.5*x**2", "--link", "phase-retrieval", "--loss", "square",
+                 "--delta", "8.437", "--eta", "0.5", "--t", "10", "--d", "400", "--paths", "16384", "--replicas", "4",
+                 "--hessian-k", "2", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["eta_top_edge"] == pytest.approx(eta * h.top_edge, rel=1e-12)
+    assert any("edge of stability" in s for s in r["notes"])

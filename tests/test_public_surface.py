@@ -41,7 +41,7 @@ def test_hessian_front_door_is_the_law_and_prediction_of_the_dmft_at_t():
 
     pr = tk.Problem("gelu", "sign-symmetric", "logistic", delta=9.0, eta=1.0, steps=3)
     h = tk.hessian(pr, 3, d=200, paths=2048, replicas=2)
-    r = tk.dmft(pr, keep_law_at=[3], bias_check=False, paths=2048, replicas=2)
+    r = tk.dmft(pr, keep_law_at=[3], bias_check=False, paths=2048, replicas=2, d=200)  # the DMFT of n = delta d
     law = law_at(r, 3, d=200)
     p = hessian_prediction(law)
     assert h.t == 3 and h.law.truncation_n == law.truncation_n == 1800

@@ -8,7 +8,9 @@ theorykit.spectra.hessian.  With --d the law is truncated at n = delta d (its 1/
 where D is unbounded below), the predicted single-sample spikes come with it, and the finite-d referee (constrained
 GD at the same t, bottom Hessian eigenpairs) is run beside it.
 
-JSON keys: t, edge, density {lambda, rho}, outliers [{lambda, overlap2, negative, direction}], unbounded,
+JSON keys: t, edge, top_edge (the bulk's right edge lambda_+, its top tail truncated at n with --d), eta_top_edge
+(eta lambda_+: above 2, GD runs beyond its edge of stability, and a note says so), density {lambda, rho}, outliers
+[{lambda, overlap2, negative, direction}], unbounded,
 truncation_n, D_tail, simulated (null without --d; else {t, eigenvalues, overlap2, hard_weight, d, n, constrained,
 seed, method, status}), settings, seconds; also spikes (with --d: [{lambda_min_D, lambda}], lowest D first, lambda
 null when the spike falls inside the bulk) and spikes_from (which samples), outliers_from, margin (null when the
@@ -106,7 +108,13 @@ def run(args) -> dict:
                 "hessian_method": args.hessian_method if d is not None else None,
                 "hard_dim": law.kH, "dmft_status": res.status, "latent": res.settings.get("latent"),
                 "dmft_seconds": res.seconds}
-    out = {"t": t, "edge": pred.edge, "density": density, "outliers": outliers, "unbounded": pred.unbounded,
+    eta_top = float(problem.eta) * h.top_edge
+    if eta_top > 2:
+        notes.append(f"eta lambda_+ = {eta_top:.3g} > 2: GD runs beyond its edge of stability at t = {t} (the bulk's "
+                     "top directions are unstable under the linearised step; GD oscillates there and is held by the "
+                     "nonlinearity)")
+    out = {"t": t, "edge": pred.edge, "top_edge": h.top_edge, "eta_top_edge": eta_top, "density": density,
+           "outliers": outliers, "unbounded": pred.unbounded,
            "truncation_n": law.truncation_n, "D_tail": pred.D_tail, "simulated": simulated, "settings": settings}
     if spikes is not None:
         out["spikes"] = spikes
@@ -168,7 +176,9 @@ def text(r) -> str:
              f"eta = {s['eta']:g}, t = {r['t']}" + (f", d = {s['d']} (n = {r['truncation_n']})" if s["d"] else "")
              + f"; {s['paths']} DMFT paths in {s['replicas']} replicas, {r['seconds']:.1f} s",
              f"  left edge of the bulk: {fmt(r['edge'], '.8g')}   ({r['edge_case']})"
-             + (f"   margin {fmt(r['margin'], '.4g')}" if r["margin"] is not None else "")]
+             + (f"   margin {fmt(r['margin'], '.4g')}" if r["margin"] is not None else ""),
+             f"  right edge of the bulk: {fmt(r['top_edge'], '.8g')}   (eta lambda_+ = {fmt(r['eta_top_edge'], '.4g')}"
+             + ("; beyond GD's edge of stability, 2)" if (r["eta_top_edge"] or 0) > 2 else ")")]
     if r.get("atom_mass"):
         lines.append(f"  kernel: an atom of mass {fmt(r['atom_mass'], '.4g')} at lambda = ridge (H is singular)")
     if r["outliers"]:

@@ -496,7 +496,10 @@ def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: f
                  + ("more paths, or response='stein' with more paths" if response == "direct" else
                     "response='direct' (or 'stein' with more paths)"))
     else:
-        cause = f": GD is unstable, try a smaller eta (e.g. {eta_max / 4:g})"
+        cause = (f": GD is unstable or beyond its edge of stability (per-sample steps overshoot where eta D / delta > "
+                 f"2; GD may also oscillate there without diverging, which the DMFT does not follow reliably: "
+                 f"`theorykit hessian --t {max(step - 1, 0)} --d D` gives eta lambda_+), try a smaller eta (e.g. "
+                 f"{eta_max / 4:g})")
     what = (f"unstable paths weighing {excl:.2g} > {limit:g} were excluded" if excl > limit
             else f"C_theta or M above {DIVERGENCE_LIMIT:g}")
     if reach is not None:

@@ -10,12 +10,12 @@ from .multi import (MultiSpectralLaw, MultiSpectralPrediction, multi_outliers, m
 from .matrix_preprocessing import (MatrixSpectralPrediction, matrix_spectral_law, matrix_spectral_prediction,
                                    matrix_spectral_thresholds)
 from .hessian import (HessianLaw, HessianPrediction, Outlier, eigenvalue_counting, expected_extremes, hessian_density,
-                      hessian_prediction, kernel_mass, single_sample_spikes, split_spikes, tail_diagnostics)
+                      hessian_prediction, kernel_mass, single_sample_spikes, split_spikes, tail_diagnostics, top_edge)
 
 __all__ = ["SpectralLaw", "SpectralPrediction", "Threshold", "bulk_edge", "hessian_law", "outlier", "spectral_law",
            "spectral_prediction", "spectral_threshold", "spectral_start", "HessianLaw", "HessianPrediction", "Outlier",
            "eigenvalue_counting", "expected_extremes", "hessian_density", "hessian_prediction", "single_sample_spikes",
-           "kernel_mass", "split_spikes", "tail_diagnostics", "MultiSpectralLaw", "MultiSpectralPrediction",
+           "kernel_mass", "split_spikes", "tail_diagnostics", "top_edge", "MultiSpectralLaw", "MultiSpectralPrediction",
            "multi_outliers", "multi_spectral_law", "multi_spectral_prediction", "multi_spectral_thresholds",
            "MatrixSpectralPrediction", "matrix_spectral_law", "matrix_spectral_prediction",
            "matrix_spectral_thresholds"]

@@ -28,7 +28,7 @@ from .._checks import Progress, check_int, check_number
 from ..dynamics import dmft, dmft_scan
 from ..errors import NoAnswer, TheorykitError
 from ..rules import interpolation_error
-from ..spectra.hessian import HessianLaw, hessian_prediction
+from ..spectra.hessian import HessianLaw, hessian_prediction, top_edge
 
 __all__ = ["DeltaNN", "DeltaStar", "HessianAt", "delta_nn", "delta_nn_from", "delta_star", "geometric_times", "hessian",
            "hessian_at", "law_at", "spectral_inapplicable"]
@@ -211,13 +211,15 @@ def hessian_at(result, t: int, *, d: Optional[int] = None, n: Optional[int] = No
 class HessianAt:
     """The Hessian of the empirical risk at GD time t (:func:`hessian`): ``law`` (a
     :class:`theorykit.spectra.HessianLaw`, truncated at its 1/n quantile when d or n was given), ``prediction`` (a
-    :class:`theorykit.spectra.HessianPrediction`: edge, hard outliers with their overlap^2, margin) and ``dmft``, the
-    DMFT result the law was read from."""
+    :class:`theorykit.spectra.HessianPrediction`: edge, hard outliers with their overlap^2, margin), ``dmft``, the
+    DMFT result the law was read from, and ``top_edge``, the bulk's right edge lambda_+
+    (:func:`theorykit.spectra.hessian.top_edge`, its top tail truncated at the same n)."""
 
     t: int
     law: object
     prediction: object
     dmft: object
+    top_edge: float = math.nan
 
 
 def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None,
@@ -237,7 +239,8 @@ def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None
     t : int
         The GD time, >= 0.
     d, n : int, optional
-        Truncate the law at n = delta d samples (or at ``n``); default: no truncation.
+        Truncate the law at n = delta d samples (or at ``n``); default: no truncation.  With d the DMFT itself is that
+        of n = delta d samples (``dmft(..., d=d)``: paths beyond the latent 1/n quantile excluded where unstable).
     paths, replicas, seed : int
         The DMFT's.
     progress : bool
@@ -248,7 +251,8 @@ def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None
     HessianAt
         ``t``, ``law`` (a :class:`theorykit.spectra.HessianLaw`, truncated at its 1/n quantile when d or n was
         given), ``prediction`` (a :class:`theorykit.spectra.HessianPrediction`: edge, hard outliers with their
-        overlap^2, margin) and ``dmft``, the DMFT result the law was read from.
+        overlap^2, margin), ``dmft``, the DMFT result the law was read from, and ``top_edge``, the bulk's right edge
+        lambda_+ (eta lambda_+ > 2: GD runs beyond its edge of stability at t).
 
     Raises
     ------
@@ -265,12 +269,12 @@ def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None
     """
     t = check_int("t", t, 0)
     res = dmft(_to_steps(problem, t), keep_law_at=[t], bias_check=False, paths=paths, replicas=replicas, seed=seed,
-               progress=progress)
+               progress=progress, d=d)
     if res.laws is None or t not in res.laws:
         hint = (res.diverged_at or {}).get("hint", "")
         raise TheorykitError(f"the DMFT did not reach t = {t} (status {res.status}){': ' + hint if hint else ''}")
     law, pred = hessian_at(res, t, d=d, n=n)
-    return HessianAt(t=t, law=law, prediction=pred, dmft=res)
+    return HessianAt(t=t, law=law, prediction=pred, dmft=res, top_edge=top_edge(law, n=law.truncation_n))
 
 
 def spectral_inapplicable(problem) -> Optional[str]:

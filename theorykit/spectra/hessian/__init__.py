@@ -15,14 +15,14 @@ real S below the bulk up to the left edge, the hard outliers (roots of det(Phi -
 Modules, one concept each: ``law`` (:class:`HessianLaw`, :func:`tail_diagnostics`, truncation at n,
 :func:`kernel_mass`), ``solver`` (the matrix equation F(S) = 0: residual, Jacobian, Phi, domain), ``curve`` (the real
 curve S(tau), tau = tr S, and the left edge), ``prediction`` (:func:`hessian_prediction`: edge, outliers, overlaps,
-margin), ``density`` (:func:`hessian_density`, :func:`eigenvalue_counting`) and ``spikes``
-(:func:`single_sample_spikes`, :func:`split_spikes`, :func:`expected_extremes`).
+margin; :func:`top_edge`: the bulk's right edge), ``density`` (:func:`hessian_density`, :func:`eigenvalue_counting`)
+and ``spikes`` (:func:`single_sample_spikes`, :func:`split_spikes`, :func:`expected_extremes`).
 """
 from .density import eigenvalue_counting, hessian_density
 from .law import HessianLaw, kernel_mass, support_tail, tail_diagnostics
-from .prediction import HessianPrediction, Outlier, hessian_prediction
+from .prediction import HessianPrediction, Outlier, hessian_prediction, top_edge
 from .spikes import expected_extremes, single_sample_spikes, split_spikes
 
 __all__ = ["HessianLaw", "HessianPrediction", "Outlier", "eigenvalue_counting", "expected_extremes",
            "hessian_density", "hessian_prediction", "kernel_mass", "single_sample_spikes", "split_spikes",
-           "support_tail", "tail_diagnostics"]
+           "support_tail", "tail_diagnostics", "top_edge"]

@@ -11,7 +11,6 @@ added to the counting function.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from ..._checks import check_int
 from ...errors import TheorykitError
 from .law import HessianLaw, check_law, is_psd, kernel_mass, rank_ratio
-from .prediction import hessian_prediction
+from .prediction import hessian_prediction, top_edge
 from .solver import Core, batched_inv
 
 __all__ = ["ETA_FINAL", "eigenvalue_counting", "hessian_density"]
@@ -74,8 +73,7 @@ def hessian_density(law: HessianLaw, lambdas=None, points: int = 200, eta: float
     if lambdas is None:
         points = check_int("points", points, 2)
         lo = hessian_prediction(law, solver="continuation" if law.m > 1 or law.kH != 1 else "auto").edge
-        hi = -hessian_prediction(replace(law, D=-law.D, ridge=0.0, tail=None), solver="continuation").edge \
-            + law.ridge
+        hi = top_edge(law, n=law.truncation_n)
         s = np.linspace(0.0, 1.0, points)
         if is_psd(law) and rank_ratio(law) <= 1.0 + 1e-9:
             s = np.linspace(1.0 / points, 1.0, points)  # not on the atom itself

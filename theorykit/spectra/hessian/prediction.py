@@ -95,6 +95,21 @@ class HessianPrediction:
                 "atom_mass": self.atom_mass, "margins": list(self.margins)}
 
 
+def top_edge(law: HessianLaw, n: Optional[int] = None) -> float:
+    """The right edge lambda_+ of the bulk of H = (1/n) sum_i D_i (x) x_i x_i^T + ridge I (docs/theory.md §4): minus
+    the left edge of the law of -D (the same equation F(S) = 0, solved by the m x m continuation), plus the ridge.
+    With ``n``, the law of -D is first truncated at its own 1/n quantile (the top tail of D a sample of n points holds
+    as single-sample spikes above the bulk, not as bulk).  For D = c constant it is c (1 + delta^{-1/2})^2, the
+    Marchenko-Pastur edge.  Against GD's step size: eta lambda_+ > 2 means GD runs beyond its edge of stability (the
+    bulk's top directions are unstable under the linearised step)."""
+    law = check_law(law)
+    neg = replace(law, D=-law.D, ridge=0.0, tail=None, zeta=np.zeros((len(law.weights), 0)), removed=None,
+                  extremes=None, truncation_n=None)
+    if n is not None:
+        neg = replace(neg.truncated(n), extremes=None)
+    return -hessian_prediction(neg, solver="continuation").edge + law.ridge
+
+
 def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPrediction:
     """Left edge, hard outliers (eigenvalue, overlap^2, sign) and margin for a :class:`HessianLaw` (module docstring,
     docs/theory.md §4).  solver: "auto" (the classic scalar core for m = 1, kH = 1, min D < 0; else the m x m
