@@ -269,6 +269,14 @@ def test_bad_laws_are_one_line_errors(bad, msg):
         HessianLaw.from_samples(args.pop("D"), args.pop("zeta"), args.pop("delta"), **args)
 
 
+def test_a_zero_law_is_a_one_line_error():
+    """D = 0 on every sample (H = ridge I) made the continuation take log(0): a ValueError from deep inside."""
+    law = HessianLaw.from_samples(np.zeros(10), None, 2.0)
+    for f in (hessian_prediction, top_edge):
+        with pytest.raises(TheorykitError, match="identically zero"):
+            f(law)
+
+
 @pytest.mark.parametrize("m, delta", [(1, 1.5), (2, 2.0)])
 def test_relu_kernel_through_the_dmft_law_matches_the_finite_d_hessian(m, delta):
     """The whole chain for a kinked sigma where H is singular: DMFT law at t = 2 -> kernel mass (an atom at 0, the

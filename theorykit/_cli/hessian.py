@@ -18,6 +18,7 @@ link has no hard direction), edge_case ("fold", "domain" or "atom"), atom_mass (
 ridge), method, notes, law {source, paths}, problem.  Every value that is not finite
 is null (theorykit.cli.to_json, which lists them under "non_finite").
 """
+import math
 import time
 
 import numpy as np
@@ -109,7 +110,9 @@ def run(args) -> dict:
                 "hard_dim": law.kH, "dmft_status": res.status, "latent": res.settings.get("latent"),
                 "dmft_seconds": res.seconds}
     eta_top = float(problem.eta) * h.top_edge
-    if eta_top > 2:
+    if not math.isfinite(eta_top):
+        notes.append("the bulk's right edge was not computed (its continuation failed on this law)")
+    elif eta_top > 2:
         notes.append(f"eta lambda_+ = {eta_top:.3g} > 2: GD runs beyond its edge of stability at t = {t} (the bulk's "
                      "top directions are unstable under the linearised step; GD oscillates there and is held by the "
                      "nonlinearity)")

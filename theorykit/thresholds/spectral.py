@@ -274,7 +274,11 @@ def hessian(problem, t: int, *, d: Optional[int] = None, n: Optional[int] = None
         hint = (res.diverged_at or {}).get("hint", "")
         raise TheorykitError(f"the DMFT did not reach t = {t} (status {res.status}){': ' + hint if hint else ''}")
     law, pred = hessian_at(res, t, d=d, n=n)
-    return HessianAt(t=t, law=law, prediction=pred, dmft=res, top_edge=top_edge(law, n=law.truncation_n))
+    try:
+        top = top_edge(law, n=law.truncation_n)
+    except TheorykitError:  # the right edge is a by-product: its solver failing leaves the rest (NaN, said by hessian)
+        top = math.nan
+    return HessianAt(t=t, law=law, prediction=pred, dmft=res, top_edge=top)
 
 
 def spectral_inapplicable(problem) -> Optional[str]:

@@ -117,6 +117,9 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPredicti
     law = check_law(law)
     if solver not in ("auto", "classic", "continuation"):
         raise TheorykitError(f"solver must be 'auto', 'classic' or 'continuation', got {solver!r}")
+    if not np.any(law.D[law.weights > 0]):
+        raise TheorykitError("hessian law: D is identically zero, so H = ridge I and every eigenvalue is the ridge (no "
+                             "bulk to solve)")
     scalar_ok = law.m == 1 and law.kH == 1 and float(law.D.min()) < 0
     if solver == "classic" and not scalar_ok:
         raise TheorykitError("the classic scalar core needs m = 1, one hard direction and min D < 0")
