@@ -36,6 +36,8 @@ CASES = {
                       [7.5, 8, 8.5, 9, 9.5, 10, 10.5]),
     # ... and not with the square loss, at any delta up to 40: the hard direction contracts (no midpoint)
     "softplus-sign-square": ("softplus(2*x)/2", "sign-symmetric", "square", 1.0, 400, 200, [8, 12, 20, 30, 40]),
+    # the kinked case: ReLU on phase retrieval
+    "pr-relu": ("relu", "phase-retrieval", "square", 0.5, 400, 200, [10, 11, 12, 13, 14, 15, 16, 17, 18]),
 }
 
 
@@ -89,7 +91,8 @@ def main(argv=()):
             lines.append(f"|  | note: {r['note']} |  |  |  |  |  |  |  |")
     header = [f"GD: {SEEDS} seeds per delta (tables/raw/finite_d_midpoint_gd_<setting>.csv), logistic maximum-"
               "likelihood midpoint ± bootstrap s.e.  Theory: finite_d_midpoint's defaults (16384 paths in 4 "
-              "replicas), its band and its wall time here (other work may have shared the 2 CPUs).  'none': no "
+              "replicas; a kinked activation or loss 65536: midpoint_paths), its band and its wall time here "
+              "(other work may have shared the 2 CPUs).  'none': no "
               "midpoint (P(capture by T) on one side of 1/2 over the whole range; GD: every run succeeded, or none)."
               + (f"  Recomputed in this run: {', '.join(names)}; the other rows are kept from the previous version."
                  if len(names) < len(CASES) else "")]

@@ -249,9 +249,9 @@ def add_problem_arguments(p, *, delta: bool = True):
     p.add_argument("--ridge", type=nonnegative_float, default=defaults.RIDGE, help="ridge lambda >= 0 (default 0)")
 
 
-def add_dmft_arguments(p, paths: int, replicas: int):
+def add_dmft_arguments(p, paths, replicas: int, paths_default_help: str = ""):
     p.add_argument("--paths", type=integer(2), default=paths,
-                   help=f"DMFT sample paths in total over all replicas, >= 2 (default {paths})")
+                   help=f"DMFT sample paths in total over all replicas, >= 2 (default {paths_default_help or paths})")
     p.add_argument("--replicas", type=integer(2), default=replicas,
                    help=f"independent DMFT solves giving the standard errors, >= 2 (default {replicas})")
     p.add_argument("--seed", type=seed_type, default=defaults.DMFT_SEED,

@@ -18,13 +18,15 @@ converged, evidence {definition, rule, bracket, edge, outlier, overlap2, separat
 truncation_n, tried, states, method, note}}), with --dyn also delta_dyn {value, stderr, criterion, gamma [{delta,
 value, stderr, t_range, points}], t_range, definition, reason, method},
 with --d D [D ...] --horizon T also finite_d [{d, horizon, midpoint, band, note}] and escape_time [{delta, d, t, band,
-note}] (t null: P(capture) < 1/2 up to the horizon) and finite_d_info {deltas, d, horizon, per_delta, method},
+note}] (t null: P(capture) < 1/2 up to the horizon) and finite_d_info {deltas, d, horizon, per_delta, method; the
+median start also paths, its DMFT paths},
 settings, problem, seconds.  Every value that is not finite is null.  A t whose outlier margin does not change sign on
 the grid has value null and its error (the margins' trend); when no t has a value the command exits 4 (no answer).
 """
 import math
 import time
 
+from .. import defaults
 from ._args import add_dmft_arguments, add_problem_arguments, check_args, check_hessian_width, fmt, integer, \
     make_problem, positive_float
 
@@ -36,7 +38,8 @@ def _defaults():
     from .. import thresholds as th  # one set of defaults: delta_star's own
 
     return {"delta_range": th.THRESHOLD_DELTA_RANGE, "points": th.THRESHOLD_POINTS, "paths": th.THRESHOLD_PATHS,
-            "replicas": th.THRESHOLD_REPLICAS, "refine": th.THRESHOLD_REFINE, "nn_points": th.NN_POINTS}
+            "replicas": th.THRESHOLD_REPLICAS, "refine": th.THRESHOLD_REFINE, "nn_points": th.NN_POINTS,
+            "kinked_replica_paths": defaults.KINKED_REPLICA_PATHS}
 
 
 def add_parser(sub):
@@ -63,7 +66,9 @@ def add_parser(sub):
                    help=f"scan range 0 < LO < HI of delta (log-spaced grid; default {lo:g} {hi:g})")
     p.add_argument("--points", type=integer(2, 1000), default=dv["points"],
                    help=f"DMFT solves on the delta grid, in 2..1000 (default {dv['points']})")
-    add_dmft_arguments(p, dv["paths"], dv["replicas"])
+    add_dmft_arguments(p, None, dv["replicas"],
+                       paths_default_help=f"{dv['paths']}; the finite-d midpoint (--d, --horizon, width 1) of a kinked "
+                                          f"activation or loss: replicas x {dv['kinked_replica_paths']}")
     p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
                    help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
     p.add_argument("--nn", type=integer(2), nargs="?", const=0, default=None, metavar="T_MAX",
@@ -105,6 +110,9 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     check_args(args)
     check_hessian_width(args)
+    # --paths not given: THRESHOLD_PATHS, except the finite-d midpoint's own choice (midpoint_paths: more for a kink)
+    midpoint_paths_given, args.paths = args.paths, (args.paths if args.paths is not None else
+                                                    defaults.THRESHOLD_PATHS)
     lo, hi = args.delta_range
     if not lo < hi:
         raise TheorykitError(f"argument --delta-range: expected LO < HI, got {lo:g} {hi:g}")
@@ -214,16 +222,17 @@ def run(args) -> dict:
     if args.horizon is not None:
         import numpy as np
 
-        from ..thresholds import FINITE_D_RAYS, finite_d, finite_d_midpoint, median_start_applies
+        from ..thresholds import FINITE_D_RAYS, finite_d, finite_d_midpoint, median_start_applies, midpoint_paths
 
         if args.horizon_deltas is None and median_start_applies(problem) is None:
             # the midpoint alone, by root finding from the median start (two DMFT runs per delta)
-            fm = finite_d_midpoint(problem, args.d, args.horizon, delta_range=(lo, hi), paths=args.paths,
+            fm = finite_d_midpoint(problem, args.d, args.horizon, delta_range=(lo, hi), paths=midpoint_paths_given,
                                    replicas=args.replicas, seed=args.seed, progress=bool(args.progress)).as_dict()
             evals = fm.pop("evaluations")
             fd = {"deltas": sorted({e["delta"] for e in evals}), "d": fm["d"], "horizon": fm["horizon"],
                   "per_delta": evals, "method": fm["method"], "finite_d": fm["finite_d"],
-                  "escape_time": fm["escape_time"]}
+                  "escape_time": fm["escape_time"],
+                  "paths": midpoint_paths(problem, args.replicas, midpoint_paths_given)}
         else:
             # the deltas given are each answered; a generated grid is searched by bisection for the crossing
             grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))

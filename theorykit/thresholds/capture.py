@@ -820,7 +820,8 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
         Bisection rungs per ladder where cos^2(horizon) crosses 1/2 (default 0 for m <= 2, FINITE_D_WIDE_REFINE
         for m >= 3).
     ladder_paths : int, optional
-        Paths of the ladders' DMFT runs (default ``paths``).
+        Paths of the ladders' DMFT runs (default ``paths``; a kinked activation or loss at least ``ladder_replicas``
+        x KINKED_REPLICA_PATHS: Stein responses' noise biases C_theta upwards, which decides capture near m*).
     ladder_replicas : int, optional
         Replicas of the ladders' DMFT runs (default ``replicas``; m >= 3: FINITE_D_WIDE_LADDER_REPLICAS, so that each
         holds >= FINITE_D_WIDE_REPLICA_PATHS paths at the default paths; fewer are noted in ``method``).
@@ -876,11 +877,12 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     if ladder_refine is None:
         ladder_refine = FINITE_D_WIDE_REFINE if wide else 0
     ladder_refine = check_int("ladder_refine", ladder_refine, 0, 20)
-    if ladder_paths is None:
-        ladder_paths = paths
     if ladder_replicas is None:
         ladder_replicas = min(FINITE_D_WIDE_LADDER_REPLICAS, replicas) if wide else replicas
     ladder_replicas = check_int("ladder_replicas", ladder_replicas, 2)
+    if ladder_paths is None:
+        ladder_paths = (max(paths, ladder_replicas * defaults.KINKED_REPLICA_PATHS) if problem.network.kinked
+                        else paths)
     ladder = {"paths": ladder_paths, "replicas": ladder_replicas, "search": "bracket" if wide else "ladder"}
     if m0s is None:
         lo_, hi_, k_ = FINITE_D_WIDE_LADDER if wide else FINITE_D_LADDER
