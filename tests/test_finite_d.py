@@ -571,3 +571,25 @@ def test_midpoint_paths_gives_a_kinked_problem_enough_paths_per_replica():
     assert midpoint_paths(kinked, 2) == max(defaults.THRESHOLD_PATHS, 2 * defaults.KINKED_REPLICA_PATHS)
     assert midpoint_paths(kinked_loss, 4) == 65536  # the hinge loss: l' jumps
     assert midpoint_paths(kinked, 4, paths=2048) == 2048
+
+
+def test_finite_d_ladders_of_a_kinked_problem_get_enough_paths_per_replica(monkeypatch):
+    """finite_d's ladders (the nonlinear runs from M0 = m0 e) of a kinked activation take at least
+    KINKED_REPLICA_PATHS paths per replica whatever ``paths`` says; the V_eff run keeps ``paths``; a smooth
+    activation's ladders keep ``paths``."""
+    import theorykit.thresholds.capture as mod
+    from theorykit import defaults
+
+    real, seen = mod.dmft, []
+
+    def spy(problem, **kw):
+        seen.append((problem.M0 is not None, kw.get("paths"), kw.get("replicas")))
+        return real(problem, **kw)
+
+    monkeypatch.setattr(mod, "dmft", spy)
+    for act, ladder in (("relu", 2 * defaults.KINKED_REPLICA_PATHS), ("gelu", 1024)):
+        seen.clear()
+        p = tk.Problem(act, "phase-retrieval", delta=10.0, eta=0.5, steps=3)
+        tk.thresholds.finite_d(p, [10.0], [200], 3, m0s=[0.05, 0.5], paths=1024, replicas=2)
+        assert {s[1:] for s in seen if s[0]} == {(ladder, 2)}, seen
+        assert {s[1:] for s in seen if not s[0]} == {(1024, 2)}, seen

@@ -363,3 +363,14 @@ def test_hessian_with_d_is_the_dmft_of_n_samples_and_sees_the_edge_of_stability(
     r = json.loads(capsys.readouterr().out)
     assert r["eta_top_edge"] == pytest.approx(eta * h.top_edge, rel=1e-12)
     assert any("edge of stability" in s for s in r["notes"])
+
+
+@pytest.mark.parametrize("delta", [3.0, 8.0])
+def test_hessian_right_edge_of_relu_at_init_is_the_exact_half_wishart_edge(delta):
+    """The kinked case: ReLU with the square loss at t = 0 has D = 1{u > 0} (no sigma'' off the kink), so H is
+    (1/2) times a Wishart matrix of ratio 2/delta and its bulk spans (1/2)(1 -+ sqrt(2/delta))^2; the DMFT's law
+    gives both edges."""
+    pr = tk.Problem("relu", "phase-retrieval", "square", delta=delta, eta=0.5, steps=1)
+    h = tk.hessian(pr, 0, paths=4096, replicas=2)
+    assert h.top_edge == pytest.approx(0.5 * (1 + math.sqrt(2 / delta)) ** 2, rel=1e-9)
+    assert h.prediction.edge == pytest.approx(0.5 * (1 - math.sqrt(2 / delta)) ** 2, rel=1e-9)

@@ -63,10 +63,9 @@ FLOW_DOUBLING_EVERY = 40
 #: delta_nn, delta_dyn, finite_d and the threshold command): the validation tables' accuracy
 THRESHOLD_PATHS = 16384
 THRESHOLD_REPLICAS = 4
-#: paths per replica, at least, of the finite-d midpoint's DMFT runs when the activation or the loss is kinked: their
-#: Stein responses carry noise that biases C_theta upwards (docs/theory.md §3.1), and from the median start that bias
-#: decides whether the hard direction is captured (ReLU phase retrieval, d = 400: 4096 paths per replica never
-#: capture where 16384 and more do, tables/finite_d_midpoint_vs_gd.md)
+#: paths per replica, at least, of the finite-d answer's capture runs when the activation or the loss is kinked: their
+#: Stein responses carry noise that biases C_theta upwards (docs/theory.md §3.1, §5 "the median start"), and that bias
+#: decides whether the hard direction is captured (tables/finite_d_midpoint_vs_gd.md, pr-relu)
 KINKED_REPLICA_PATHS = 16384
 
 #: capture_threshold's bisection on the initial hard overlap m0 in [lo, hi]

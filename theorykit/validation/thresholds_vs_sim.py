@@ -37,8 +37,9 @@ VERSION = "1"
 #: a setting whose prediction changed after its rows were computed gets its own case version (a new case key):
 #: bounded 2: the DMFT integrates its jumping link by Gauss-Legendre between the breakpoints (was Monte Carlo);
 #: phase retrieval 2: the DMFT of n = delta d samples drops a tail path beyond the latent 1/n quantile once
-#: eta D / delta > 2 (was 4).  GD's rows do not depend on the version: see :func:`_previous_gd`
-CASE_VERSIONS = {"bounded": "2", "pr-gelu": "2", "pr-x2": "2", "pr-relu": "2", "pr-xtanh": "2", "pr-gelu-m2": "2",
+#: eta D / delta > 2 (was 4); pr-relu 3: a kinked activation's ladders take at least KINKED_REPLICA_PATHS paths per
+#: replica (were the --paths given).  GD's rows do not depend on the version: see :func:`_previous_gd`
+CASE_VERSIONS = {"bounded": "2", "pr-gelu": "2", "pr-x2": "2", "pr-relu": "3", "pr-xtanh": "2", "pr-gelu-m2": "2",
                  "pr-x2-m2-eta0.1": "2"}
 #: the simulation's columns of a row (GD alone; a new case version reuses them, see :func:`_previous_gd`)
 GD_COLUMNS = ("sim_frac", "sim_se", "sim_escaped", "sim_runs", "t_sim_median", "t_sim_q25", "t_sim_q75",
