@@ -67,8 +67,9 @@ def add_parser(sub):
     p.add_argument("--points", type=integer(2, 1000), default=dv["points"],
                    help=f"DMFT solves on the delta grid, in 2..1000 (default {dv['points']})")
     add_dmft_arguments(p, None, dv["replicas"],
-                       paths_default_help=f"{dv['paths']}; the finite-d midpoint (--d, --horizon, width 1) of a kinked "
-                                          f"activation or loss: replicas x {dv['kinked_replica_paths']}")
+                       paths_default_help=f"{dv['paths']}; the capture runs of the finite-d answer (--d, --horizon) "
+                                          f"of a kinked activation or loss: at least {dv['kinked_replica_paths']} "
+                                          "per replica")
     p.add_argument("--refine", type=integer(0, 50), default=dv["refine"],
                    help=f"regula-falsi DMFT solves per t after the grid, in 0..50 (default {dv['refine']})")
     p.add_argument("--nn", type=integer(2), nargs="?", const=0, default=None, metavar="T_MAX",
