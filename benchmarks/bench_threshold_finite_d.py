@@ -39,7 +39,7 @@ CASES = [
     ("x+x2/2-pr-eta0.25", ["--activation", "x + 0.5*x**2", "--link", "phase-retrieval", "--loss", "square", "--eta",
                            "0.25", "--d", "400", "--horizon", "200"],
      (8.10, 8.39), "tables/finite_d_midpoint_vs_gd.md: 8.24 +- 0.15 (32 seeds x 7 deltas)"),
-    # the kinked case (Stein responses: 65536 DMFT paths by default, midpoint_paths)
+    # the kinked case (Stein responses: 65536 DMFT paths by default, finite_d_paths)
     ("relu-pr", ["--activation", "relu", "--link", "phase-retrieval", "--loss", "square", "--eta", "0.5", "--d", "400",
                  "--horizon", "200"],
      (12.26, 13.00), "tables/finite_d_midpoint_vs_gd.md: 12.63 +- 0.37 (32 seeds x 9 deltas)"),

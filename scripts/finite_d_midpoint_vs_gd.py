@@ -91,7 +91,7 @@ def main(argv=()):
             lines.append(f"|  | note: {r['note']} |  |  |  |  |  |  |  |")
     header = [f"GD: {SEEDS} seeds per delta (tables/raw/finite_d_midpoint_gd_<setting>.csv), logistic maximum-"
               "likelihood midpoint ± bootstrap s.e.  Theory: finite_d_midpoint's defaults (16384 paths in 4 "
-              "replicas; a kinked activation or loss 65536: midpoint_paths), its band and its wall time here "
+              "replicas; a kinked activation or loss 65536: finite_d_paths), its band and its wall time here "
               "(other work may have shared the 2 CPUs).  'none': no "
               "midpoint (P(capture by T) on one side of 1/2 over the whole range; GD: every run succeeded, or none)."
               + (f"  Recomputed in this run: {', '.join(names)}; the other rows are kept from the previous version."

@@ -555,28 +555,28 @@ def test_median_start_answers_by_the_linear_process_where_the_hard_direction_con
         assert "moved in to 9.5" in mid["note"] and mid["note"].startswith("no midpoint at d = 100")
 
 
-def test_midpoint_paths_gives_a_kinked_problem_enough_paths_per_replica():
+def test_finite_d_paths_gives_a_kinked_problem_enough_paths_per_replica():
     """The median start's default budget: THRESHOLD_PATHS for a smooth problem; for a kinked activation or loss (Stein
     responses, whose noise biases C_theta upwards) at least KINKED_REPLICA_PATHS per replica; a given budget is
     kept.  (ReLU phase retrieval at d = 400: 4096 paths per replica never captured from the median start at delta = 14,
     where GD succeeds in more than half the runs; tables/finite_d_midpoint_vs_gd.md, pr-relu.)"""
     from theorykit import defaults
-    from theorykit.thresholds import midpoint_paths
+    from theorykit.thresholds import finite_d_paths
 
     smooth = tk.Problem("gelu", "phase-retrieval", delta=10.0, eta=1.0, steps=10)
     kinked = tk.Problem("relu", "phase-retrieval", delta=10.0, eta=0.5, steps=10)
     kinked_loss = tk.Problem("gelu", "sign-symmetric", "Max(0, 1 - y*yhat)", delta=10.0, eta=0.5, steps=10)
-    assert midpoint_paths(smooth, 4) == defaults.THRESHOLD_PATHS
-    assert midpoint_paths(kinked, 4) == 4 * defaults.KINKED_REPLICA_PATHS == 65536
-    assert midpoint_paths(kinked, 2) == max(defaults.THRESHOLD_PATHS, 2 * defaults.KINKED_REPLICA_PATHS)
-    assert midpoint_paths(kinked_loss, 4) == 65536  # the hinge loss: l' jumps
-    assert midpoint_paths(kinked, 4, paths=2048) == 2048
+    assert finite_d_paths(smooth, 4) == defaults.THRESHOLD_PATHS
+    assert finite_d_paths(kinked, 4) == 4 * defaults.KINKED_REPLICA_PATHS == 65536
+    assert finite_d_paths(kinked, 2) == max(defaults.THRESHOLD_PATHS, 2 * defaults.KINKED_REPLICA_PATHS)
+    assert finite_d_paths(kinked_loss, 4) == 65536  # the hinge loss: l' jumps
+    assert finite_d_paths(kinked, 4, paths=2048) == 2048
 
 
 def test_finite_d_ladders_of_a_kinked_problem_get_enough_paths_per_replica(monkeypatch):
     """finite_d's ladders (the nonlinear runs from M0 = m0 e) of a kinked activation take at least
-    KINKED_REPLICA_PATHS paths per replica whatever ``paths`` says; the V_eff run keeps ``paths``; a smooth
-    activation's ladders keep ``paths``."""
+    KINKED_REPLICA_PATHS paths per replica whatever ``paths`` says; the V_eff run keeps a given ``paths`` (without
+    one, finite_d_paths raises it too); a smooth activation's ladders keep ``paths``."""
     import theorykit.thresholds.capture as mod
     from theorykit import defaults
 

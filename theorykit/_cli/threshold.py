@@ -111,8 +111,8 @@ def run(args) -> dict:
     t0 = time.perf_counter()
     check_args(args)
     check_hessian_width(args)
-    # --paths not given: THRESHOLD_PATHS, except the finite-d midpoint's own choice (midpoint_paths: more for a kink)
-    midpoint_paths_given, args.paths = args.paths, (args.paths if args.paths is not None else
+    # --paths not given: THRESHOLD_PATHS, except the finite-d answer's own choice (finite_d_paths: more for a kink)
+    paths_given, args.paths = args.paths, (args.paths if args.paths is not None else
                                                     defaults.THRESHOLD_PATHS)
     lo, hi = args.delta_range
     if not lo < hi:
@@ -223,21 +223,21 @@ def run(args) -> dict:
     if args.horizon is not None:
         import numpy as np
 
-        from ..thresholds import FINITE_D_RAYS, finite_d, finite_d_midpoint, median_start_applies, midpoint_paths
+        from ..thresholds import FINITE_D_RAYS, finite_d, finite_d_midpoint, finite_d_paths, median_start_applies
 
         if args.horizon_deltas is None and median_start_applies(problem) is None:
             # the midpoint alone, by root finding from the median start (two DMFT runs per delta)
-            fm = finite_d_midpoint(problem, args.d, args.horizon, delta_range=(lo, hi), paths=midpoint_paths_given,
+            fm = finite_d_midpoint(problem, args.d, args.horizon, delta_range=(lo, hi), paths=paths_given,
                                    replicas=args.replicas, seed=args.seed, progress=bool(args.progress)).as_dict()
             evals = fm.pop("evaluations")
             fd = {"deltas": sorted({e["delta"] for e in evals}), "d": fm["d"], "horizon": fm["horizon"],
                   "per_delta": evals, "method": fm["method"], "finite_d": fm["finite_d"],
                   "escape_time": fm["escape_time"],
-                  "paths": midpoint_paths(problem, args.replicas, midpoint_paths_given)}
+                  "paths": finite_d_paths(problem, args.replicas, paths_given)}
         else:
             # the deltas given are each answered; a generated grid is searched by bisection for the crossing
             grid = args.horizon_deltas or list(np.geomspace(lo, hi, args.points))
-            fd = finite_d(problem, grid, args.d, args.horizon, paths=args.paths, replicas=args.replicas,
+            fd = finite_d(problem, grid, args.d, args.horizon, paths=paths_given, replicas=args.replicas,
                           seed=args.seed, rays=args.rays or FINITE_D_RAYS,
                           scan="grid" if args.horizon_deltas else "bisect", progress=bool(args.progress)).as_dict()
         out["finite_d"] = fd.pop("finite_d")

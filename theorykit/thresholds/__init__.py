@@ -14,9 +14,10 @@
 """
 from ..defaults import THRESHOLD_PATHS, THRESHOLD_REPLICAS
 from .capture import (FINITE_D_RAYS, CaptureCurve, FiniteD, NotCaptured, capture_curve, capture_probabilities,
+                      finite_d_paths,
                       capture_threshold, finite_d, growth_rate)
 from .dynamical import DeltaDyn, delta_dyn
-from .midpoint import FiniteDMidpoint, finite_d_midpoint, median_start_applies, midpoint_paths
+from .midpoint import FiniteDMidpoint, finite_d_midpoint, median_start_applies
 from .spectral import (NN_FIRST_T, NN_POINTS, THRESHOLD_DELTA_RANGE, THRESHOLD_DIRECT_FROM_T, THRESHOLD_POINTS,
                        THRESHOLD_REFINE, DeltaNN, DeltaStar, HessianAt, delta_nn, delta_nn_from, delta_star,
                        geometric_times, hessian, hessian_at, law_at, spectral_inapplicable)
@@ -25,7 +26,7 @@ from .stationary import DeltaStarInfinity, delta_star_infinity, stationary_law
 __all__ = ["DeltaStar", "DeltaStarInfinity", "delta_star_infinity", "stationary_law",
            "DeltaNN", "DeltaDyn", "FiniteD", "CaptureCurve", "NotCaptured", "delta_star", "delta_nn",
            "delta_nn_from", "delta_dyn", "finite_d",
-           "finite_d_midpoint", "FiniteDMidpoint", "median_start_applies", "midpoint_paths", "capture_threshold",
+           "finite_d_midpoint", "FiniteDMidpoint", "median_start_applies", "finite_d_paths", "capture_threshold",
            "capture_curve",
            "growth_rate",
            "capture_probabilities", "geometric_times", "hessian", "HessianAt", "law_at", "hessian_at",

@@ -771,7 +771,19 @@ def _finite_d_at(problem, dl: float, H: int, dims: tuple, rays_u: list, m0s, sym
     return info, P, LO, HI
 
 
-def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHOLD_PATHS,
+def finite_d_paths(problem, replicas: int = defaults.THRESHOLD_REPLICAS, paths: Optional[int] = None) -> int:
+    """The DMFT paths (total over ``replicas``) of the finite-d answer's runs (:func:`finite_d`,
+    :func:`theorykit.thresholds.finite_d_midpoint`): ``paths`` when given, else THRESHOLD_PATHS, raised for a kinked
+    activation or loss to ``replicas`` x KINKED_REPLICA_PATHS (Stein responses' noise biases C_theta upwards, which
+    shortens the time over which V_eff is known and, from a small overlap, decides capture)."""
+    if paths is not None:
+        return paths
+    if problem.network.kinked:
+        return max(defaults.THRESHOLD_PATHS, int(replicas) * defaults.KINKED_REPLICA_PATHS)
+    return defaults.THRESHOLD_PATHS
+
+
+def finite_d(problem, deltas, ds, horizon: int, *, paths: Optional[int] = None,
              replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED, m0s=None,
              rays: int = FINITE_D_RAYS, refine: int = 3, ladder_refine: Optional[int] = None,
              ladder_paths: Optional[int] = None, ladder_replicas: Optional[int] = None, scan: str = "grid",
@@ -811,7 +823,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     horizon : int
         The horizon T >= 1.
     paths, replicas, seed : int
-        The DMFT's.
+        The DMFT's; ``paths`` None: :func:`finite_d_paths` (more for a kinked activation or loss).
     m0s : sequence of float, optional
         The ladder of initial overlaps (default FINITE_D_LADDER; m >= 3: FINITE_D_WIDE_LADDER).
     rays : int
@@ -869,6 +881,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: int = defaults.THRESHO
     grid = tuple(sorted(float(v) for v in check_deltas(deltas, at_least=1)))
     dims = check_dims(ds)
     H = check_int("horizon", horizon, 1)
+    paths = finite_d_paths(problem, replicas, None if paths is None else check_int("paths", paths, 2))
     rays = check_int("rays", rays, 2)
     refine = check_int("refine", refine, 0, 20)
     if scan not in ("grid", "bisect"):

@@ -35,7 +35,7 @@ from ..dynamics import dmft
 from ..dynamics.hard_process import hard_subspace_basis
 from ..errors import DivergenceError, TheorykitError
 from ..rules import crossing, first_passage, interpolation_error, secant_root
-from .capture import check_dims, matching_time, overlap_cos2, symmetries
+from .capture import check_dims, finite_d_paths, matching_time, overlap_cos2, symmetries
 
 #: the median of chi2_1 (scipy.stats.chi2.ppf(0.5, 1))
 CHI2_1_MEDIAN = 0.45493642311957283
@@ -88,17 +88,6 @@ def median_start_applies(problem) -> Optional[str]:
     return None
 
 
-def midpoint_paths(problem, replicas: int = defaults.THRESHOLD_REPLICAS, paths: Optional[int] = None) -> int:
-    """The DMFT paths (total over ``replicas``) of :func:`finite_d_midpoint`'s runs: ``paths`` when given, else
-    THRESHOLD_PATHS, raised for a kinked activation or loss to ``replicas`` x KINKED_REPLICA_PATHS (Stein responses'
-    noise biases C_theta upwards, and from the median start that bias decides capture)."""
-    if paths is not None:
-        return paths
-    if problem.network.kinked:
-        return max(defaults.THRESHOLD_PATHS, int(replicas) * defaults.KINKED_REPLICA_PATHS)
-    return defaults.THRESHOLD_PATHS
-
-
 def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), paths: Optional[int] = None,
                       replicas: int = defaults.THRESHOLD_REPLICAS, seed: int = defaults.DMFT_SEED,
                       progress: bool = False) -> FiniteDMidpoint:
@@ -120,7 +109,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     delta_range : (float, float)
         The bracket (lo, hi), 0 < lo < hi; a midpoint outside it is reported as such in ``note``.
     paths, replicas, seed : int
-        The DMFT's; ``paths`` None: :func:`midpoint_paths` (THRESHOLD_PATHS, or ``replicas`` x KINKED_REPLICA_PATHS
+        The DMFT's; ``paths`` None: :func:`finite_d_paths` (THRESHOLD_PATHS, or ``replicas`` x KINKED_REPLICA_PATHS
         for a kinked activation or loss, whose Stein responses bias C_theta upwards with their noise).
     progress : bool
         Draw a progress bar on stderr.
@@ -159,7 +148,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                              "without M0)")
     dims = check_dims(ds)
     H = check_int("horizon", horizon, 1)
-    paths = midpoint_paths(problem, replicas, None if paths is None else check_int("paths", paths, 2))
+    paths = finite_d_paths(problem, replicas, None if paths is None else check_int("paths", paths, 2))
     try:
         lo, hi = (float(v) for v in delta_range)
     except (TypeError, ValueError):
