@@ -38,11 +38,11 @@ PR = ("phase-retrieval", "square")
 #: grid (each a new delta with its ladders; 0: P on the grid, compared with GD's success fractions at the same deltas),
 #: (link, loss)
 CASES = [("gelu-m4", "gelu", 1.0, 4, 200, [8.0, 10.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
-         ("x2-m4", "quad", 0.05, 4, 400, [3.0, 5.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1, PR),
+         ("x2-m4", "quad", 0.05, 4, 400, [5.0, 7.0], [2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0], 1, PR),
          ("gelu-m8", "gelu", 1.0, 8, 200, [9.0, 13.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0], 1, PR),
          ("bounded-m4", "gelu", 1.0, 4, 200, [9.0, 13.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1,
           ("sign-symmetric", "logistic")),
-         ("relu-m4", "relu", 1.0, 4, 200, [12.0, 20.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1, PR)]
+         ("relu-m4", "relu", 1.0, 4, 200, [8.0, 12.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 14.0], 1, PR)]
 
 
 def case(name, act, eta, m, horizon, grid, gd_deltas, refine, link_loss, rows, lines, reuse=False):
@@ -58,7 +58,9 @@ def case(name, act, eta, m, horizon, grid, gd_deltas, refine, link_loss, rows, l
         s_fd = float(rec["seconds"])
     else:
         t1 = time.perf_counter()
-        fd = tk.finite_d(pr, grid, list(DS), horizon, paths=PATHS, replicas=REPLICAS, refine=refine, progress=True)
+        # paths: finite_d's default (PATHS; a kinked activation KINKED_REPLICA_PATHS per replica, finite_d_paths)
+        fd = tk.finite_d(pr, grid, list(DS), horizon, paths=None if pr.network.kinked else PATHS, replicas=REPLICAS,
+                         refine=refine, progress=True)
         s_fd = time.perf_counter() - t1
         with open(saved, "w") as fh:
             json.dump(dict(fd.as_dict(), probability=fd.probability.tolist(), low=fd.low.tolist(),
@@ -141,8 +143,9 @@ def main(argv):
         rows += case_rows
         lines += case_lines
     header = [f"Phase retrieval with square loss (and one bounded case, each section names its link and loss), "
-              f"a = +-1; prediction by theorykit.finite_d ({PATHS} paths in {REPLICAS} "
-              "replicas; at width >= 3 the ladders in 2 replicas of the same paths, the bracket search and the "
+              f"a = +-1; prediction by theorykit.finite_d ({PATHS} paths in {REPLICAS} replicas, a kinked activation "
+              f"{REPLICAS} x 16384; at width >= 3 the ladders in 2 replicas of the same paths, a kinked activation at "
+              "least 16384 paths per ladder replica; the bracket search and the "
               "default anchors; the root-finding steps per d are in each case's section), GD by "
               f"theorykit.sweep with {SEEDS} seeds per delta "
               "at d = " + ", ".join(map(str, DS)) + "; GD's midpoint: logistic fit, 95% band from the bootstrap.  "
