@@ -479,9 +479,11 @@ def _diagnose_divergence(results: list, halves: list, etas: np.ndarray, delta: f
         return None
     step = min(div)
     eta_max = float(np.max(etas))
-    dtops = [r["D_top"] for r in results if len(r["D_top"])]
+    # the per-sample curvature before the blow-up: each replica's quantiles up to two steps before the first
+    # divergence (its last entries, and the one appended at its own divergence, are the blow-up itself)
+    dtops = [np.asarray(r["D_top"], dtype=float)[:max(1, step - 2)] for r in results if len(r["D_top"])]
     top = max(float(np.max(d)) for d in dtops) if dtops else float("nan")
-    curv = (f"; the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
+    curv = (f"; before the blow-up the 1 - 1e-4 quantile of the per-sample curvature D reached {top:.3g}, so "
             f"eta * D / delta = {eta_max * top / delta:.3g} (GD is stable only if this stays below ~2: "
             f"eta <~ {2 * delta / top:.3g})") if math.isfinite(top) and top > 0 else ""
     stable = math.isfinite(top) and eta_max * top / delta < 2.0

@@ -162,14 +162,16 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     tick = bar.tick if bar else (lambda: None)
     # (delta, d) -> (v, v_se, t_match): the linear hard process of the DMFT of n = delta d samples
     hard: dict[Any, tuple] = {}
+    hints: list = []  # the solver's diagnosis of each divergence, in order (the note quotes the last one)
 
     def veff(dl: float, d: int) -> tuple:
         if (dl, d) not in hard:
             r = dmft(problem.replace(delta=dl, steps=H), d=d, **opts)
             tick()
             if r.status != "ok":
-                raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} "
-                                      f"({r.diverged_at['hint']})")  # type: ignore[index]
+                hints.append(r.diverged_at["hint"])  # type: ignore[index]
+                raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} (it stopped at step "
+                                      f"{r.diverged_at['step']})")  # type: ignore[index]
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
             tm = matching_time(V, V_se)
             # C_mu_init(t_match) / Sigma_0: below 1 the initial overlap has decayed (the hard direction contracts)
@@ -195,8 +197,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
         r = dmft(problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e]), d=d, **opts)
         tick()
         if r.status != "ok":
-            raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} "
-                                  f"({r.diverged_at['hint']})")  # type: ignore[index]
+            hints.append(r.diverged_at["hint"])  # type: ignore[index]
+            raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} (it "
+                                  f"stopped at step {r.diverged_at['step']})")  # type: ignore[index]
         return (overlap_cos2(r.M, r.C_theta_tt, e),
                 overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e))  # type: ignore[index]
 
@@ -264,7 +267,8 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 skipped.append(str(ex).splitlines()[0])
             if skipped:
                 note = ("the DMFT diverged at " + "; ".join(skipped)
-                        + ("" if root is not None else " (no midpoint)"))
+                        + ("" if root is not None else " (no midpoint)")
+                        + (f"; the last one: {hints[-1]}" if hints else ""))
             if top:
                 note = ((note + "; " if note else "")
                         + f"the median effective overlap m_1/2 is >= 1 and the linear process's median cos^2 "
