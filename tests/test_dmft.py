@@ -624,3 +624,17 @@ def test_a_dmft_that_diverges_at_its_first_step_says_so_in_one_line():
     with pytest.raises(TheorykitError, match="cannot start: the DMFT diverged at step 0"):
         dmft("gelu", "sign-symmetric", "logistic", 1, delta=8.0, eta=1.0, steps=5, paths=1024, replicas=2,
              Sigma0=[[1e9]])
+
+
+def test_divergence_hint_bounds_eta_by_the_curvature_before_the_blow_up():
+    """sigma = x + x^2/2 on phase retrieval at eta = 0.5, delta = 2.515 (d = 400) diverges at step 4, as GD does.  The
+    hint's step-size bound 2 delta / D used the quantile of D at the blow-up itself (D ~ 3e7: "eta <~ 1.9e-07"); it
+    reads the per-sample curvature of the steps before it (D of order 30-70 there), so the bound is one a user can
+    try."""
+    import re
+
+    p = Problem("x + 0.5*x**2", "phase-retrieval", "square", delta=2.515, eta=0.5, steps=20)
+    r = dmft(p, d=400, paths=4096, replicas=2, bias_check=False)
+    assert r.status == "diverged" and r.diverged_at["step"] <= 6
+    bound = float(re.search(r"eta <~ ([0-9.e+-]+)\)", r.diverged_at["hint"]).group(1))
+    assert 0.01 < bound < 0.5, r.diverged_at["hint"]
