@@ -112,8 +112,9 @@ def run(args) -> dict:
     check_args(args)
     check_hessian_width(args)
     # --paths not given: THRESHOLD_PATHS, except the finite-d answer's own choice (finite_d_paths: more for a kink)
-    paths_given, args.paths = args.paths, (args.paths if args.paths is not None else
-                                                    defaults.THRESHOLD_PATHS)
+    paths_given = args.paths
+    if args.paths is None:
+        args.paths = defaults.THRESHOLD_PATHS
     lo, hi = args.delta_range
     if not lo < hi:
         raise TheorykitError(f"argument --delta-range: expected LO < HI, got {lo:g} {hi:g}")

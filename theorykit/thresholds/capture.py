@@ -776,11 +776,13 @@ def finite_d_paths(problem, replicas: int = defaults.THRESHOLD_REPLICAS, paths: 
     :func:`theorykit.thresholds.finite_d_midpoint`): ``paths`` when given, else THRESHOLD_PATHS, raised for a kinked
     activation or loss to ``replicas`` x KINKED_REPLICA_PATHS (Stein responses' noise biases C_theta upwards, which
     shortens the time over which V_eff is known and, from a small overlap, decides capture)."""
-    if paths is not None:
-        return paths
-    if problem.network.kinked:
-        return max(defaults.THRESHOLD_PATHS, int(replicas) * defaults.KINKED_REPLICA_PATHS)
-    return defaults.THRESHOLD_PATHS
+    return paths if paths is not None else max(defaults.THRESHOLD_PATHS, _kinked_floor(problem, replicas))
+
+
+def _kinked_floor(problem, replicas: int) -> int:
+    """The fewest paths ``replicas`` replicas of a capture run may hold: replicas x KINKED_REPLICA_PATHS for a kinked
+    activation or loss (Stein responses), else 0."""
+    return int(replicas) * defaults.KINKED_REPLICA_PATHS if problem.network.kinked else 0
 
 
 def finite_d(problem, deltas, ds, horizon: int, *, paths: Optional[int] = None,
@@ -894,8 +896,7 @@ def finite_d(problem, deltas, ds, horizon: int, *, paths: Optional[int] = None,
         ladder_replicas = min(FINITE_D_WIDE_LADDER_REPLICAS, replicas) if wide else replicas
     ladder_replicas = check_int("ladder_replicas", ladder_replicas, 2)
     if ladder_paths is None:
-        ladder_paths = (max(paths, ladder_replicas * defaults.KINKED_REPLICA_PATHS) if problem.network.kinked
-                        else paths)
+        ladder_paths = max(paths, _kinked_floor(problem, ladder_replicas))
     ladder = {"paths": ladder_paths, "replicas": ladder_replicas, "search": "bracket" if wide else "ladder"}
     if m0s is None:
         lo_, hi_, k_ = FINITE_D_WIDE_LADDER if wide else FINITE_D_LADDER
