@@ -36,8 +36,9 @@ CASES = {
                       [7.5, 8, 8.5, 9, 9.5, 10, 10.5]),
     # ... and not with the square loss, at any delta up to 40: the hard direction contracts (no midpoint)
     "softplus-sign-square": ("softplus(2*x)/2", "sign-symmetric", "square", 1.0, 400, 200, [8, 12, 20, 30, 40]),
-    # the kinked case: ReLU on phase retrieval
+    # the kinked cases: ReLU on phase retrieval (unbounded) and on the sign link (bounded)
     "pr-relu": ("relu", "phase-retrieval", "square", 0.5, 400, 200, [10, 11, 12, 13, 14, 15, 16, 17, 18]),
+    "bounded-relu": ("relu", "sign-symmetric", "logistic", 1.0, 400, 200, [6, 7, 8, 9, 10, 11, 12]),
 }
 
 
