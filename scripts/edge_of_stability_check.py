@@ -39,42 +39,50 @@ M0 = 0.06785
 BUDGETS = [(65536, 8, 0), (65536, 8, 1), (65536, 8, 2), (131072, 4, 0), (262144, 4, 0)]
 
 
+def gd_path(n: int, seed: int, steps: int, start: str, hard_removed: bool = False):
+    """GD on x + x^2/2, phase retrieval, square loss at d = D_DIM, n samples: yields (t, X, theta, u, residual,
+    sigma') for t = 0 .. steps - 1, theta the iterate before step t's update.  start: "random" (unit norm),
+    "orthogonal" (unit norm, no hard component) or "m0" (M0 along the hard direction plus a random complement);
+    hard_removed: the hard direction removed from every gradient (the DMFT's no-overlap state).  Seeds as
+    numpy.random.default_rng(seed): the data first, then the start."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, D_DIM))
+    y = X[:, 0] ** 2
+    th = rng.standard_normal(D_DIM)
+    if start != "random":
+        th[0] = 0.0
+    th /= np.linalg.norm(th)
+    if start == "m0":
+        th *= np.sqrt(1 - M0 ** 2)
+        th[0] = M0
+    for t in range(steps):
+        u = X @ th
+        res, sp1 = u + u * u / 2 - y, 1.0 + u
+        yield t, X, th, u, res, sp1
+        g = X.T @ (res * sp1)
+        if hard_removed:
+            g[0] = 0.0
+        th -= ETA / n * g
+
+
 def gd_tops(n: int) -> dict:
     """{t: [(lambda_max, lambda_3) per seed]} of GD's Hessian, hard direction removed from the gradient."""
     out: dict = {t: [] for t in TIMES}
     for seed in range(SEEDS):
-        rng = np.random.default_rng(seed)
-        X = rng.standard_normal((n, D_DIM))
-        y = X[:, 0] ** 2
-        th = rng.standard_normal(D_DIM)
-        th[0] = 0.0
-        th /= np.linalg.norm(th)
-        for t in range(max(TIMES) + 1):
-            u = X @ th
-            res, sp1 = u + u * u / 2 - y, 1.0 + u
+        for t, X, _, _, res, sp1 in gd_path(n, seed, max(TIMES) + 1, "orthogonal", hard_removed=True):
             if t in out:
                 ev = np.linalg.eigvalsh((X.T * (sp1 ** 2 + res)) @ X / n)
                 out[t].append((float(ev[-1]), float(ev[-3])))
-            g = X.T @ (res * sp1)
-            g[0] = 0.0
-            th -= ETA / n * g
     return out
 
 
 def gd_overshoot(n: int, seed: int) -> tuple:
     """(escape step, divergence step, max eta D_i / delta before escape, sample-steps with eta D_i / delta > 2 before
     escape) of GD from a random unit-norm start (the full gradient), 200 steps."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, D_DIM))
-    y = X[:, 0] ** 2
-    th = rng.standard_normal(D_DIM)
-    th /= np.linalg.norm(th)
     esc = div = None
     top, cnt = 0.0, 0
     with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(200):
-            u = X @ th
-            res, sp1 = u + u * u / 2 - y, 1.0 + u
+        for t, _, th, _, res, sp1 in gd_path(n, seed, 200, "random"):
             if not np.all(np.isfinite(res)) or np.abs(res).max() > 1e8:
                 div = t
                 break
@@ -83,7 +91,6 @@ def gd_overshoot(n: int, seed: int) -> tuple:
                 esc = t
             if esc is None:
                 top, cnt = max(top, float(ratio.max())), cnt + int((ratio > 2).sum())
-            th -= ETA / n * (X.T @ (res * sp1))
     return esc, div, top, cnt
 
 
@@ -92,21 +99,12 @@ def gd_u_tail(n: int, times) -> dict:
     unit complement, 16 seeds, a run counted at t while its cos^2 < 0.3."""
     acc: dict = {t: [] for t in times}
     for seed in range(16):
-        rng = np.random.default_rng(seed)
-        X = rng.standard_normal((n, D_DIM))
-        y = X[:, 0] ** 2
-        v = rng.standard_normal(D_DIM)
-        v[0] = 0.0
-        th = np.sqrt(1 - M0 ** 2) * v / np.linalg.norm(v)
-        th[0] = M0
         with np.errstate(over="ignore", invalid="ignore"):
-            for t in range(max(times) + 1):
+            for t, _, th, u, _, _ in gd_path(n, seed, max(times) + 1, "m0"):
                 if not th[0] ** 2 / (th @ th) < 0.3:
                     break
-                u = X @ th
                 if t in acc:
                     acc[t].append(np.abs(u) > 4)
-                th -= ETA / n * (X.T @ ((u + u * u / 2 - y) * (1.0 + u)))
     return {t: (float(np.mean(np.concatenate(v))) if v else float("nan"), len(v)) for t, v in acc.items()}
 
 
