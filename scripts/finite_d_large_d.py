@@ -57,10 +57,12 @@ def horizon(c: float, d: int) -> int:
 def theory(name: str, c: float, d: int, store: JsonCache) -> dict:
     act, link, loss, eta, rng, _, _ = CASES[name]
     T = horizon(c, d)
-    key = f"{name}_c{c:.4g}_d{d}_T{T}"
+    p = tk.Problem(act, link, loss, width=1, delta=rng[0], eta=eta, steps=T)
+    # the DMFT budget joins the key where it is not the smooth default (a kinked activation: finite_d_paths)
+    paths = tk.thresholds.finite_d_paths(p)
+    key = f"{name}_c{c:.4g}_d{d}_T{T}" + ("" if paths == tk.defaults.THRESHOLD_PATHS else f"_p{paths}")
     rec = store.get(key)
     if rec is None:
-        p = tk.Problem(act, link, loss, width=1, delta=rng[0], eta=eta, steps=T)
         s = time.perf_counter()
         fm = tk.thresholds.finite_d_midpoint(p, [d], T, delta_range=rng)
         m = fm.midpoints[0]
@@ -148,7 +150,9 @@ def main(argv=()):
         if r["note"]:
             lines.append(f"|  | note: {r['note']} |  |  |  |  |  |  |  |  |")
     header = ["delta_1/2(d, T): the delta at which P(GD at dimension d has cos^2 > 1/2 by T) = 1/2, with T = c ln d.  "
-              "Theory: finite_d_midpoint's defaults (16384 paths in 4 replicas; band = 2 s.e. + v_eff's error + "
+              "Theory: finite_d_midpoint's defaults (16384 paths in 4 replicas, a kinked activation "
+              f"{4 * tk.defaults.KINKED_REPLICA_PATHS}: "
+              "finite_d_paths; band = 2 s.e. + v_eff's error + "
               "interpolation); its wall time here (the 2 CPUs were shared with other work).  GD: "
               f"{SEEDS} seeds per delta at c = {GD_C:g}, logistic maximum-likelihood midpoint ± bootstrap s.e. "
               "(tables/raw/finite_d_large_d_gd_*.csv)."]

@@ -29,8 +29,10 @@ CASES = {
     "pr-gelu": ("gelu", "phase-retrieval", "square", 1.0, 400, 150, [9, 9.5, 10, 10.5, 11, 11.5, 12]),
     "bounded": ("gelu", "sign-symmetric", "logistic", 1.0, 400, 200, [5.5, 6, 6.5, 7, 7.5, 8, 8.5]),
     "pr-x2": ("quad", "phase-retrieval", "square", 0.05, 400, 400, [3.5, 4, 4.5, 5, 5.5, 6, 6.5]),
-    # issue 28's x + x^2/2 at eta 0.25: at its eta 0.5 GD itself diverges after learning (tables/gd_divergence_check.md)
+    # issue 28's x + x^2/2 at eta 0.25, and at its own eta 0.5, where GD itself diverges after learning
+    # (tables/gd_divergence_check.md) and the DMFT's runs that blow up are read as GD's success reads them
     "pr-xq": ("x + x**2/2", "phase-retrieval", "square", 0.25, 400, 200, [7, 7.5, 8, 8.5, 9, 9.5, 10]),
+    "pr-xq-eta0.5": ("x + x**2/2", "phase-retrieval", "square", 0.5, 400, 200, [7, 7.5, 8, 8.5, 9, 9.5, 10, 11]),
     # issue 28's softplus(2x)/2 on the sign link: GD learns with the logistic loss (the bounded setting's) ...
     "softplus-sign": ("softplus(2*x)/2", "sign-symmetric", "logistic", 1.0, 400, 200,
                       [7.5, 8, 8.5, 9, 9.5, 10, 10.5]),

@@ -24,7 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETTING = dict(activation="x + x**2/2", link="phase-retrieval", loss="square", width=1, eta=0.5)
 HORIZON = 200
 # (d, delta, seeds)
-CELLS = [(400, 8.0, 24), (400, 9.0, 24), (400, 10.0, 24), (800, 9.0, 12), (1600, 9.0, 8)]
+CELLS = [(400, 1.0, 8), (400, 2.5, 8), (400, 5.0, 8), (400, 6.5, 8), (400, 8.0, 24), (400, 9.0, 24), (400, 10.0, 24),
+         (800, 9.0, 12), (1600, 9.0, 8)]
 
 
 def one(job):

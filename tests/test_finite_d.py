@@ -430,8 +430,9 @@ def test_threshold_cli_horizon_without_deltas_uses_the_median_start(capsys):
 
 
 def test_median_start_moves_a_bracket_end_where_the_dmft_diverges(monkeypatch):
-    """A lower end where the DMFT diverges (as x^2 phase retrieval at eta = 0.05 does at delta = 1) moves inwards
-    and is named in the note; the midpoint comes from the rest."""
+    """A lower end where the DMFT raises (a solve that diverges at its first step raises DivergenceError; a later
+    divergence is a run that stops early, counted as GD counts it: the test below) moves inwards and is named in the
+    note; the midpoint comes from the rest."""
     from theorykit.errors import DivergenceError
     from theorykit.thresholds import finite_d_midpoint, midpoint as mod
 
@@ -593,3 +594,45 @@ def test_finite_d_ladders_of_a_kinked_problem_get_enough_paths_per_replica(monke
         tk.thresholds.finite_d(p, [10.0], [200], 3, m0s=[0.05, 0.5], paths=1024, replicas=2)
         assert {s[1:] for s in seen if s[0]} == {(ladder, 2)}, seen
         assert {s[1:] for s in seen if not s[0]} == {(1024, 2)}, seen
+
+
+def test_capture_curve_default_paths_of_a_kinked_problem(monkeypatch):
+    """capture_curve (and so delta_dyn) without ``paths``: the DMFT's default budget, raised for a kinked activation
+    to KINKED_REPLICA_PATHS per replica (the Stein-noise bias of the median start is the same bias from a ladder
+    rung); a given ``paths`` is kept; the method string says the budget."""
+    import theorykit.thresholds.capture as mod
+    from theorykit import defaults
+
+    real, seen = mod.dmft, []
+
+    def spy(problem, **kw):
+        seen.append(kw.get("paths"))
+        return real(problem, **kw)
+
+    monkeypatch.setattr(mod, "dmft", spy)
+    assert 8 * defaults.KINKED_REPLICA_PATHS > defaults.DMFT_PATHS
+    for act, paths, want in (("relu", None, 8 * defaults.KINKED_REPLICA_PATHS), ("relu", 1024, 1024),
+                             ("gelu", None, defaults.DMFT_PATHS)):
+        seen.clear()
+        p = tk.Problem(act, "phase-retrieval", delta=10.0, eta=0.5, steps=2)
+        c = tk.thresholds.capture_curve(p, 2, [0.1, 0.5], replicas=8, paths=paths)
+        assert set(seen) == {want}, (act, paths, seen)
+        assert f"({want} paths in 8 replicas)" in c.method
+
+
+def test_finite_d_midpoint_counts_a_divergence_as_gd_counts_it():
+    """GD's success counts an escape before a divergence (theorykit.referee.sweeps.SUCCESS).  x + x^2/2 on phase
+    retrieval at eta = 0.5 diverges at small delta from the random start (GD at d = 400: steps 2-4 at delta = 1) and,
+    near its midpoint, blows up after escaping: a DMFT run that stops early is captured iff cos^2 passed 1/2 before
+    it, so the midpoint exists (it had none: every such run raised) and the note names each such run."""
+    p = tk.Problem("x + x**2/2", "phase-retrieval", "square", delta=8.0, eta=0.5, steps=60)
+    fm = tk.thresholds.finite_d_midpoint(p, [400], 60, delta_range=(1.0, 16.0), paths=4096, replicas=2)
+    ev = {round(e["delta"], 6): e for e in fm.evaluations}
+    assert ev[1.0]["from"].startswith("random start, diverged at step") and ev[1.0]["cos2"] < 0.5
+    stopped = [e for e in fm.evaluations if e["from"].startswith("median start, diverged")]
+    assert stopped, fm.evaluations
+    for e in stopped:  # the verdict follows cos^2 before the blow-up
+        assert (e["cos2"] >= 0.5) == ("after cos^2 reached 1/2" in e["from"]), e
+    mid = fm.midpoints[0]
+    assert 4.5 < mid["midpoint"] < 16.0 and mid["band"][0] < mid["midpoint"] < mid["band"][1]
+    assert "count as captured iff cos^2 passed 1/2 first" in mid["note"] and "delta = 1: " in mid["note"]

@@ -214,13 +214,15 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     (None where even the top rung has not captured, or the bottom already has: m* is outside the ladder).
 
     problem: a :class:`theorykit.Problem` with constant steps and no M0; ``dmft_options``: paths, replicas,
-    seed, ... (common to every rung: common random numbers).  Returns {"t", "m_star" (list, None outside the
-    ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT replica's own M and
-    C_theta: growth_rate's standard error), "method"}.  refine: after the ladder, that many more rungs, each the
-    geometric midpoint of the bracket where cos^2(T) crosses 1/2 (a bisection for m*(T); the new rungs join the
-    ladder, so m*(t) is finest at t = T); with refine > 0 the top rung runs first, and where it never reaches
-    cos^2 = 1/2 up to T the ray is not laddered further (a smaller overlap along it is taken not to capture
-    either).  on_solve: called after each rung's solve (a progress bar's hook).
+    seed, ... (common to every rung: common random numbers); ``paths`` not given: the DMFT's default, raised for a
+    kinked activation or loss to replicas x KINKED_REPLICA_PATHS (Stein responses' noise biases C_theta upwards and,
+    from a small overlap, decides capture: docs/theory.md §5, "the median start").  Returns {"t", "m_star" (list,
+    None outside the ladder), "m0s", "cos2" (rungs x (T+1)), "m_star_replicas" (the same curve on each DMFT
+    replica's own M and C_theta: growth_rate's standard error), "method"}.  refine: after the ladder, that many more
+    rungs, each the geometric midpoint of the bracket where cos^2(T) crosses 1/2 (a bisection for m*(T); the new
+    rungs join the ladder, so m*(t) is finest at t = T); with refine > 0 the top rung runs first, and where it
+    never reaches cos^2 = 1/2 up to T the ray is not laddered further (a smaller overlap along it is taken not to
+    capture either).  on_solve: called after each rung's solve (a progress bar's hook).
 
     search="bracket" runs only the rungs that locate m*(T): from ``guess`` (default the top of ``m0s``; e.g. m*(T) at
     a neighbouring delta) it steps down while the run captures by T, or up while it does not, within [min m0s,
@@ -270,6 +272,9 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     refine = check_int("refine", refine, 0, 20)
     # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
     opts = {"bias_check": False, "hard_process": False, **dmft_options}
+    if opts.get("paths") is None:  # a kinked problem: at least KINKED_REPLICA_PATHS per replica (docstring)
+        opts["paths"] = max(defaults.DMFT_PATHS,
+                            _kinked_floor(problem, opts.get("replicas") or defaults.DMFT_REPLICAS))
     # the bracket search reads cos^2(T) only: a run stops once captured (CAPTURE_STOP)
     stop: dict[str, Any] = ({"stop_overlap": (e.tolist(), *CAPTURE_STOP)} if search == "bracket" and stop_captured
                             else {})
@@ -350,7 +355,8 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
                         m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),
                         direction=tuple(u.tolist()),
                         method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on "
-                               f"{ladder}, one run each to T = {T}; m*(t) by "
+                               f"{ladder}, one run each to T = {T} ({opts['paths']} paths in "
+                               f"{opts.get('replicas') or defaults.DMFT_REPLICAS} replicas); m*(t) by "
                                "geometric interpolation of cos^2(t) = 1/2 between rungs")
 
 

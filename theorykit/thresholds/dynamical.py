@@ -60,7 +60,8 @@ def delta_dyn(problem, deltas, t_range, *, m0s=None, progress: bool = False, **d
     progress : bool
         Draw a progress bar on stderr.
     **dmft_options
-        paths, replicas, seed, ... (the same seed at every delta).
+        paths, replicas, seed, ... (the same seed at every delta); ``paths`` not given: capture_curve's default
+        (a kinked activation or loss at least replicas x KINKED_REPLICA_PATHS).
 
     Returns
     -------

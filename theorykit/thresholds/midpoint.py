@@ -20,6 +20,10 @@ Where m_1/2 >= 1 the median start does not apply.  If the linear hard process's 
 cos^2_lin(t) = x / (x + |M_t|^2 + C_theta(t, t)) with x = q_1/2 C_mu(t) / d, reaches 1/2 by T, the linear phase alone
 captures (the range's top moves in); if it does not (the hard direction contracts: V_eff = C_mu / C_init is then no
 initial overlap), g(delta) = cos^2_lin(T) - 1/2 (docs/theory.md §5).
+
+A run that blows up before T is read as GD's success is (an escape before a divergence counts): the run from m_1/2
+is captured iff its cos^2 passed 1/2 before the blow-up; a random start that blows up is answered by the linear
+process's median overlap up to then (docs/theory.md §5, "the median start").
 """
 from __future__ import annotations
 
@@ -47,6 +51,21 @@ MIDPOINT_MAX_EVALUATIONS = 12
 END_RETRIES = 3
 
 
+def _before_divergence(c: np.ndarray, step: int, H: int) -> np.ndarray:
+    """cos^2 over t = 0 .. H (last axis) from a run that diverged at ``step``: its values up to two steps before the
+    blow-up (the step before it is already off), then their maximum held to H.  GD's success counts an escape
+    before a divergence (theorykit.referee.sweeps.SUCCESS), so such a run is captured by H iff it passed 1/2 before
+    it blew up, and not captured otherwise (docs/theory.md §5, "the median start")."""
+    c = np.asarray(c, dtype=float)
+    keep = max(min(int(step) - 1, c.shape[-1]), 1)
+    out = np.empty(c.shape[:-1] + (H + 1,))
+    out[..., :keep] = c[..., :keep]
+    with np.errstate(invalid="ignore"):
+        out[..., keep:] = np.nanmax(np.where(np.isfinite(c[..., :keep]), c[..., :keep], np.nan), axis=-1,
+                                    keepdims=True) if keep <= H else 0.0
+    return out
+
+
 class _CapturedAtStart(TheorykitError):
     """The median effective overlap m_1/2 is >= 1 at this delta: at this d the hard direction is captured from the
     start, so the range's top end moves in (not an error of the user's input)."""
@@ -61,8 +80,10 @@ class FiniteDMidpoint:
     midpoints: [{d, horizon, midpoint, band [lo, hi], stderr, interpolation_error, note}]; escape_time: [{delta, d, t,
     band [early, late], note}] at every delta evaluated; evaluations: [{delta, d, v_eff, v_stderr, t_match, m_half,
     cos2 (at the horizon), cos2_stderr, truncated_at_n (n = delta d: both runs are the DMFT of n samples), from
-    ("median start", or "linear process" where m_1/2 >= 1 and the linear process's median cos^2 stays below 1/2),
-    error}] in the order evaluated; method: how it was computed."""
+    ("median start", "linear process" where m_1/2 >= 1 and the linear process's median cos^2 stays below 1/2,
+    "median start, diverged: ..." or "random start, diverged at step s" where a run blew up before the horizon: cos2
+    is then the largest before the blow-up; v_eff is NaN and t_match the step for a random start), error}] in the
+    order evaluated; method: how it was computed."""
 
     ds: tuple
     horizon: int
@@ -163,17 +184,20 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     # (delta, d) -> (v, v_se, t_match): the linear hard process of the DMFT of n = delta d samples
     hard: dict[Any, tuple] = {}
     hints: list = []  # the solver's diagnosis of each divergence, in order (the note quotes the last one)
+    diverged: list = []  # the runs that blew up before the horizon (answered by _before_divergence), for the note
 
     def veff(dl: float, d: int) -> tuple:
         if (dl, d) not in hard:
             r = dmft(problem.replace(delta=dl, steps=H), d=d, **opts)
             tick()
-            if r.status != "ok":
+            step = None
+            if r.status != "ok":  # GD from a random start blows up at this step: captured only if the linear
+                # process's median overlap passed 1/2 before it (_before_divergence)
                 hints.append(r.diverged_at["hint"])  # type: ignore[index]
-                raise DivergenceError(f"the DMFT at delta = {dl:.6g} did not reach t = {H} (it stopped at step "
-                                      f"{r.diverged_at['step']})")  # type: ignore[index]
+                step = int(r.diverged_at["step"])  # type: ignore[index]
+                diverged.append(f"delta = {dl:.4g}: the DMFT from the random start stopped at step {step}")
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
-            tm = matching_time(V, V_se)
+            tm = matching_time(V, V_se) if step is None else 0
             # C_mu_init(t_match) / Sigma_0: below 1 the initial overlap has decayed (the hard direction contracts)
             init = np.asarray(r.C_mu_init, dtype=float).reshape(len(V), -1)[:, 0]
             # the linear process's own median cos^2 over t, q_1/2 C_mu(t) / d against the Gram's other part (used
@@ -189,19 +213,25 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             lin = (lin_cos2(np.asarray(r.M, dtype=float), r.C_theta_tt),
                    lin_cos2(np.asarray(r.per_replica["M"], dtype=float),  # type: ignore[index]
                             r.per_replica["C_theta_tt"]))  # type: ignore[index]
-            hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]), lin)
+            if step is not None:
+                hard[(dl, d)] = (math.nan, math.nan, step, math.nan, tuple(_before_divergence(x, step, H) for x in lin))
+            else:
+                hard[(dl, d)] = (float(V[tm, 0, 0]), float(V_se[tm, 0, 0]), tm, float(init[tm] / init[0]), lin)
         return hard[(dl, d)]
 
     def run(dl: float, m0: float, d: int) -> tuple:
         """(cos^2 over t (mean), each replica's cos^2 over t) from the DMFT of n = delta d samples."""
         r = dmft(problem.replace(delta=dl, steps=H, M0=[[m0 * float(v)] for v in e]), d=d, **opts)
         tick()
-        if r.status != "ok":
+        c = overlap_cos2(r.M, r.C_theta_tt, e)
+        c_rep = overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e)  # type: ignore[index]
+        if r.status != "ok":  # captured iff cos^2 passed 1/2 before the blow-up (_before_divergence)
             hints.append(r.diverged_at["hint"])  # type: ignore[index]
-            raise DivergenceError(f"the DMFT from m0 = {m0:.4g} at delta = {dl:.6g} did not reach t = {H} (it "
-                                  f"stopped at step {r.diverged_at['step']})")  # type: ignore[index]
-        return (overlap_cos2(r.M, r.C_theta_tt, e),
-                overlap_cos2(r.per_replica["M"], r.per_replica["C_theta_tt"], e))  # type: ignore[index]
+            step = int(r.diverged_at["step"])  # type: ignore[index]
+            c, c_rep = _before_divergence(c, step, H), _before_divergence(c_rep, step, H)
+            diverged.append(f"delta = {dl:.4g}: the DMFT from m0 = {m0:.4g} stopped at step {step}, "
+                            + ("after" if c[H] >= 0.5 else "before") + " cos^2 reached 1/2")
+        return c, c_rep
 
     mids, esc, evals = [], [], []
     contracting: list = []  # per d: the deltas answered by the linear process (m_1/2 >= 1, median cos^2_T < 1/2)
@@ -214,11 +244,13 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 v, v_se, tm, kept, lin = veff(dl, d)
                 m_half = math.sqrt(CHI2_1_MEDIAN * v / d)
                 how = "median start"
-                if not m_half < 1 and not lin[0][H] < 0.5:
+                if math.isnan(v):  # the random start's DMFT blew up at step tm: the linear process up to it answers
+                    c, c_rep, how = lin[0], lin[1], f"random start, diverged at step {tm}"
+                elif not m_half < 1 and not lin[0][H] < 0.5:
                     raise _CapturedAtStart(f"{dl:.4g} (m_1/2 = {m_half:.3g}" + (
                         f"; the initial overlap's variance is x{kept:.2g} at t_match = {tm}: the hard direction "
                         "contracts" if kept < 1 else "") + ")")
-                if not m_half < 1:
+                elif not m_half < 1:
                     # no median start (it would begin at an O(1) overlap), and the linear process's median overlap
                     # stays below cos^2 = 1/2 up to T: the overlap is small throughout, so the linear process
                     # answers (docs/theory.md §5, "Where the hard direction contracts")
@@ -226,7 +258,10 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                     contracting.append(f"{dl:.4g} (m_1/2 = {m_half:.3g}; the initial overlap's variance is "
                                        f"x{kept:.2g} at t_match = {tm}; median cos^2 at T: {float(c[H]):.2g})")
                 else:
+                    n_div = len(diverged)
                     c, c_rep = run(dl, m_half, d)
+                    if len(diverged) > n_div:
+                        how = "median start, diverged: " + diverged[-1].split(": ", 1)[1]
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
                               "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
@@ -237,6 +272,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             note, value, band, se, err = "", math.nan, [math.nan, math.nan], math.nan, math.nan
             a0, b0, f_a, f_b, skipped, top = math.log(lo), math.log(hi), None, None, [], []
             contracting.clear()
+            diverged.clear()
             root = None
             try:
                 # a bracket end where the DMFT diverges (GD unstable there, or the solver) moves a quarter of the way
@@ -269,6 +305,10 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 note = ("the DMFT diverged at " + "; ".join(skipped)
                         + ("" if root is not None else " (no midpoint)")
                         + (f"; the last one: {hints[-1]}" if hints else ""))
+            elif diverged:
+                note = ("runs that blew up before the horizon count as captured iff cos^2 passed 1/2 first (as GD's "
+                        "success counts an escape before a divergence): " + "; ".join(diverged)
+                        + (f"; the solver's diagnosis of the last: {hints[-1]}" if hints else ""))
             if top:
                 note = ((note + "; " if note else "")
                         + f"the median effective overlap m_1/2 is >= 1 and the linear process's median cos^2 "
@@ -299,12 +339,16 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 ok = [v for v in per if v is not None]
                 se = float(np.std(ok, ddof=1) / math.sqrt(len(ok))) if len(ok) > 1 else math.nan
                 # v_eff's error: shifts m_1/2 by v_se / (2 v) in ln m0; d cos^2 / d ln m0 from one more run
-                near = a if abs(fa) <= abs(fb) else b
-                dl, v, v_se, _, m_half, c, _ = at[near]
-                c_up, _ = run(dl, m_half * math.exp(SLOPE_STEP), d)
-                slope_m = (float(c_up[H]) - float(c[H])) / SLOPE_STEP
-                slope_dl = (fb - fa) / (math.exp(b) - math.exp(a))
-                shift = abs(slope_m * (2 * v_se / (2 * v)) / slope_dl) if slope_dl != 0 else math.inf
+                # (a bracket end answered by a random start that diverged has no v_eff: the other end's slope)
+                ends = sorted((e_ for e_ in ((a, fa), (b, fb)) if math.isfinite(at[e_[0]][1])),
+                              key=lambda e_: abs(e_[1]))
+                shift = 0.0
+                if ends:
+                    dl, v, v_se, _, m_half, c, _ = at[ends[0][0]]
+                    c_up, _ = run(dl, m_half * math.exp(SLOPE_STEP), d)
+                    slope_m = (float(c_up[H]) - float(c[H])) / SLOPE_STEP
+                    slope_dl = (fb - fa) / (math.exp(b) - math.exp(a))
+                    shift = abs(slope_m * (2 * v_se / (2 * v)) / slope_dl) if slope_dl != 0 else math.inf
                 widen = 2 * (se if math.isfinite(se) else 0.0) + shift + (err if math.isfinite(err) else 0.0)
                 band = [value - widen, value + widen]
             mids.append({"d": d, "horizon": H, "midpoint": value, "band": band, "stderr": se,
@@ -328,6 +372,8 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
               "bracket's interpolation error; escape time: the first t with cos^2_t >= 1/2 from m_1/2 (band: the "
               "replicas' highest and lowest cos^2); where m_1/2 >= 1, the linear process's median cos^2_T = x / (x + "
               "|M_T|^2 + C_theta(T, T)), x = q_1/2 C_mu(T) / d: >= 1/2 captured (the range's top moves in), < 1/2 it "
-              "answers g (evaluations marked 'linear process')")
+              "answers g (evaluations marked 'linear process'); a run that blows up before T: captured iff cos^2 "
+              "passed 1/2 before it, as GD's success counts an escape before a divergence (evaluations marked "
+              "'diverged')")
     return FiniteDMidpoint(ds=dims, horizon=H, midpoints=tuple(mids), escape_time=tuple(esc),
                            evaluations=tuple(evals), method=method)

@@ -22,8 +22,9 @@ import time
 
 import numpy as np
 
+from .. import defaults
 from ..errors import TheorykitError
-from ..thresholds import delta_dyn, delta_nn
+from ..thresholds import delta_dyn, delta_nn, finite_d_paths
 from ..cases import problem as _problem
 from .delta_nn_summary import QUICK_SUMMARY, SUMMARY_CASES, part_summary
 from ..report.writer import (add_case_table_arguments, cached_case, fmt, key_of, log, md_table, now, open_case_table,
@@ -109,9 +110,18 @@ def _nn_render(case, rows):
 CACHE_VERSION = {"nn": "dyadic-16", "dyn": "1", "escape": "1", "summary": "2"}
 
 
+def dyn_paths(args, setting: str) -> int:
+    """Part 2's DMFT paths for a setting: --paths, raised for a kinked activation or loss to at least
+    KINKED_REPLICA_PATHS per replica (:func:`theorykit.thresholds.finite_d_paths`: Stein responses' noise biases
+    C_theta upwards and, from a small overlap, decides capture)."""
+    p = _problem(setting, 1.0, 1)
+    return max(args.paths, finite_d_paths(p, 4)) if p.network.kinked else args.paths
+
+
 def case_key(args, part: str, case: tuple) -> str:
     """The identity of a finished case: its part, the part's CACHE_VERSION, the case tuple, paths and seeds."""
-    return key_of(part, CACHE_VERSION[part], *case, args.paths, args.seeds)
+    paths = dyn_paths(args, case[0]) if part == "dyn" else args.paths
+    return key_of(part, CACHE_VERSION[part], *case, paths, args.seeds)
 
 
 def _cached(args, part: str, case: tuple, compute) -> dict:
@@ -146,7 +156,7 @@ def _dyn_case(args, case):
     s, deltas, trange, m0, d = case
     t0 = time.time()
     log(f"delta_dyn {s} deltas={deltas}")
-    res = delta_dyn(_problem(s, deltas[0], 1), deltas, trange, paths=args.paths, replicas=4)
+    res = delta_dyn(_problem(s, deltas[0], 1), deltas, trange, paths=dyn_paths(args, s), replicas=4)
     t_dmft = (time.time() - t0) / len(deltas)
     rows = []
     for g in res.gamma:
@@ -191,8 +201,10 @@ def _dyn_render(case, rows) -> tuple:
 def part_dyn(args, rows, md, cases):
     md.append("## Part 2: the dynamical criterion, gamma(delta), DMFT against the finite-d kick test\n")
     md.append("DMFT: m*(T) = the smallest initial hard overlap that the nonlinear DMFT captures (cos^2 > 1/2) by T, "
-              f"from a ladder of 14 runs (m0 in [1e-4, 0.5], {args.paths} paths in 4 replicas); gamma = -d ln m*/dT "
-              "by least squares on the t range (se: the same fit on each DMFT replica's own m*, spread / sqrt(4)).  "
+              f"from a ladder of 14 runs (m0 in [1e-4, 0.5], {args.paths} paths in 4 replicas; a kinked activation or "
+              f"loss at least {defaults.KINKED_REPLICA_PATHS} per replica, as the finite-d answer); "
+              "gamma = -d ln m*/dT by least squares on the t range (se: the same fit on each DMFT replica's own m*, "
+              "spread / sqrt(4)).  "
               "Finite d: GD from a kick m0 along the "
               f"hard direction, {args.seeds} seeds; gamma_sim = the slope of ln|cos(theta, e)| on the same range "
               "before cos^2 > 1/2 (seeds that escape before the window are counted, not fitted).  Same units (a "
