@@ -57,12 +57,12 @@ def horizon(c: float, d: int) -> int:
 def theory(name: str, c: float, d: int, store: JsonCache) -> dict:
     act, link, loss, eta, rng, _, _ = CASES[name]
     T = horizon(c, d)
-    p = tk.Problem(act, link, loss, width=1, delta=rng[0], eta=eta, steps=T)
-    # the DMFT budget joins the key where it is not the smooth default (a kinked activation: finite_d_paths)
-    paths = tk.thresholds.finite_d_paths(p)
-    key = f"{name}_c{c:.4g}_d{d}_T{T}" + ("" if paths == tk.defaults.THRESHOLD_PATHS else f"_p{paths}")
+    # the key has no code version (theorykit.validation.delta_nn_summary reads it): a change of the prediction
+    # drops the setting's cached records (tables/raw/finite_d_large_d/NAME_*.json) instead
+    key = f"{name}_c{c:.4g}_d{d}_T{T}"
     rec = store.get(key)
     if rec is None:
+        p = tk.Problem(act, link, loss, width=1, delta=rng[0], eta=eta, steps=T)
         s = time.perf_counter()
         fm = tk.thresholds.finite_d_midpoint(p, [d], T, delta_range=rng)
         m = fm.midpoints[0]

@@ -308,6 +308,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             elif diverged:
                 note = ("runs that blew up before the horizon count as captured iff cos^2 passed 1/2 first (as GD's "
                         "success counts an escape before a divergence): " + "; ".join(diverged)
+                        + ("; a run from m_1/2 that blew up before capture counts as a failure, but the DMFT can blow "
+                           "up earlier than GD does beyond GD's edge of stability, which can put the midpoint above GD's"
+                           if any(x.endswith("before cos^2 reached 1/2") for x in diverged) else "")
                         + (f"; the solver's diagnosis of the last: {hints[-1]}" if hints else ""))
             if top:
                 note = ((note + "; " if note else "")
