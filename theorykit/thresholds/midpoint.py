@@ -62,7 +62,7 @@ def _before_divergence(c: np.ndarray, step: int, H: int) -> np.ndarray:
     out[..., :keep] = c[..., :keep]
     with np.errstate(invalid="ignore"):
         out[..., keep:] = np.nanmax(np.where(np.isfinite(c[..., :keep]), c[..., :keep], np.nan), axis=-1,
-                                    keepdims=True) if keep <= H else 0.0
+                                    keepdims=True)
     return out
 
 
@@ -184,7 +184,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
     # (delta, d) -> (v, v_se, t_match): the linear hard process of the DMFT of n = delta d samples
     hard: dict[Any, tuple] = {}
     hints: list = []  # the solver's diagnosis of each divergence, in order (the note quotes the last one)
-    diverged: list = []  # the runs that blew up before the horizon (answered by _before_divergence), for the note
+    # the runs that blew up before the horizon (answered by _before_divergence): (delta, what happened, whether a
+    # run from m_1/2 blew up before capture), for the evaluations and the note
+    diverged: list = []
 
     def veff(dl: float, d: int) -> tuple:
         if (dl, d) not in hard:
@@ -195,7 +197,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                 # process's median overlap passed 1/2 before it (_before_divergence)
                 hints.append(r.diverged_at["hint"])  # type: ignore[index]
                 step = int(r.diverged_at["step"])  # type: ignore[index]
-                diverged.append(f"delta = {dl:.4g}: the DMFT from the random start stopped at step {step}")
+                diverged.append((dl, f"the DMFT from the random start stopped at step {step}", False))
             V, V_se = np.asarray(r.V_eff, dtype=float), np.asarray(r.stderr["V_eff"], dtype=float)
             tm = matching_time(V, V_se) if step is None else 0
             # C_mu_init(t_match) / Sigma_0: below 1 the initial overlap has decayed (the hard direction contracts)
@@ -229,8 +231,9 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
             hints.append(r.diverged_at["hint"])  # type: ignore[index]
             step = int(r.diverged_at["step"])  # type: ignore[index]
             c, c_rep = _before_divergence(c, step, H), _before_divergence(c_rep, step, H)
-            diverged.append(f"delta = {dl:.4g}: the DMFT from m0 = {m0:.4g} stopped at step {step}, "
-                            + ("after" if c[H] >= 0.5 else "before") + " cos^2 reached 1/2")
+            before = bool(c[H] < 0.5)
+            diverged.append((dl, f"the DMFT from m0 = {m0:.4g} stopped at step {step}, "
+                             + ("before" if before else "after") + " cos^2 reached 1/2", before))
         return c, c_rep
 
     mids, esc, evals = [], [], []
@@ -261,7 +264,7 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                     n_div = len(diverged)
                     c, c_rep = run(dl, m_half, d)
                     if len(diverged) > n_div:
-                        how = "median start, diverged: " + diverged[-1].split(": ", 1)[1]
+                        how = "median start, diverged: " + diverged[-1][1]
                 at[ln_dl] = (dl, v, v_se, tm, m_half, c, c_rep)
                 evals.append({"delta": dl, "d": d, "v_eff": v, "v_stderr": v_se, "t_match": tm, "m_half": m_half,
                               "cos2": float(c[H]), "cos2_stderr": float(np.std(c_rep[:, H], ddof=1)
@@ -307,10 +310,12 @@ def finite_d_midpoint(problem, ds, horizon: int, *, delta_range=(1.0, 40.0), pat
                         + (f"; the last one: {hints[-1]}" if hints else ""))
             elif diverged:
                 note = ("runs that blew up before the horizon count as captured iff cos^2 passed 1/2 first (as GD's "
-                        "success counts an escape before a divergence): " + "; ".join(diverged)
-                        + ("; a run from m_1/2 that blew up before capture counts as a failure, but the DMFT can blow "
-                           "up earlier than GD does beyond GD's edge of stability, which can put the midpoint above GD's"
-                           if any(x.endswith("before cos^2 reached 1/2") for x in diverged) else "")
+                        "success counts an escape before a divergence): "
+                        + "; ".join(f"delta = {x:.4g}: {what}" for x, what, _ in diverged)
+                        + ("; a run from m_1/2 that blew up before capture counts as a failure, but the DMFT can "
+                           "blow up earlier than GD does beyond GD's edge of stability, which can put the midpoint "
+                           "above GD's"
+                           if any(early for *_, early in diverged) else "")
                         + (f"; the solver's diagnosis of the last: {hints[-1]}" if hints else ""))
             if top:
                 note = ((note + "; " if note else "")
