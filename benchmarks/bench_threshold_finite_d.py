@@ -78,9 +78,10 @@ def main(argv):
     rows = []
     lines = ["| setting | command | wall (s) | midpoint [band] | GD midpoint | midpoint - GD | note |",
              "|---|---|---|---|---|---|---|"]
-    kept = _kept_rows(set(args.only.split(",")))  # the rows not rerun, from the committed table
+    only = set(args.only.split(","))
+    kept = _kept_rows(only)  # the rows not rerun, from the committed table
     for name, cli, gd_range, source in CASES:
-        if name not in args.only.split(","):
+        if name not in only:
             if name in kept:
                 rows.append(kept[name][0])
                 lines.append(kept[name][1])
@@ -115,7 +116,7 @@ def main(argv):
     header = ["Goals (issue 28): `threshold --d D --horizon T` in <= 2 min for m = 1 (point 6), its midpoint within "
               "0.5 of GD's (point 5).  Each row is the user's command with default numerics (a subprocess), timed "
               "whole."]
-    rerun = [c[0] for c in CASES if c[0] in args.only.split(",")]
+    rerun = [c[0] for c in CASES if c[0] in only]
     if len(rerun) < len(CASES):
         header[0] += f"  Recomputed in this run: {', '.join(rerun)}; the other rows are kept from the previous version."
     return write_study("threshold_finite_d_bench", __file__, argv, rows, lines,

@@ -272,9 +272,9 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
     refine = check_int("refine", refine, 0, 20)
     # only M and C_theta are read: the linear hard process (pathwise tangents) is not needed
     opts = {"bias_check": False, "hard_process": False, **dmft_options}
+    replicas = opts.get("replicas") or defaults.DMFT_REPLICAS
     if opts.get("paths") is None:  # a kinked problem: at least KINKED_REPLICA_PATHS per replica (docstring)
-        opts["paths"] = max(defaults.DMFT_PATHS,
-                            _kinked_floor(problem, opts.get("replicas") or defaults.DMFT_REPLICAS))
+        opts["paths"] = max(defaults.DMFT_PATHS, _kinked_floor(problem, replicas))
     # the bracket search reads cos^2(T) only: a run stops once captured (CAPTURE_STOP)
     stop: dict[str, Any] = ({"stop_overlap": (e.tolist(), *CAPTURE_STOP)} if search == "bracket" and stop_captured
                             else {})
@@ -355,8 +355,8 @@ def capture_curve(problem, T: int, m0s=None, *, direction=None, refine: int = 0,
                         m_star_replicas=tuple(tuple(_m_star(c, lm)) for c in rep),
                         direction=tuple(u.tolist()),
                         method=f"nonlinear DMFT from M0 = m0 e u^T (u = {np.round(u, 4).tolist()}) on "
-                               f"{ladder}, one run each to T = {T} ({opts['paths']} paths in "
-                               f"{opts.get('replicas') or defaults.DMFT_REPLICAS} replicas); m*(t) by "
+                               f"{ladder}, one run each to T = {T} ({opts['paths']} paths in {replicas} replicas); "
+                               "m*(t) by "
                                "geometric interpolation of cos^2(t) = 1/2 between rungs")
 
 
