@@ -303,6 +303,36 @@ def test_a_noisy_hard_part_is_averaged_node_by_node():
     assert abs(h.value - 1 / rho) <= h.error and h.error < 0.05
 
 
+def test_a_noise_scale_that_depends_on_the_hard_coordinate_is_averaged_node_by_node():
+    """y = z1 + relu(z1) z2^2 + 0.1 (1 + z2^2) eps: the noise's scale depends on the hard coordinate, so given z1 = a
+    each node is a link of (z, eps) (was "not computed"); for a < 0 the noise alone carries z^2 (rho > 0, unlike
+    constant noise).  Against the nodes' delta_alg on the independent outer rule of
+    test_a_noisy_hard_part_is_averaged_node_by_node (0.813416 with the simplex mesh's default rule at every node; the
+    coarse mesh here, 4 s); below the constant-scale value 1.072572, since the scale itself is informative."""
+    from theorykit.rules import gauss_legendre_normal_split
+    from theorykit.symbolic.links import delta_alg_simplex
+
+    h = tk.analyse_link("z1 + relu(z1)*z2**2 + 0.1*(1 + z2**2)*eps").delta_alg_hard
+    assert "simplex mesh of (z, eps)" in h.method and h.error < 0.01
+    r = gauss_legendre_normal_split([0.0, 0.05, 0.2, 0.5, 1, 2, 4], 8, 8.0)
+    rule = (300, 600)
+    rho0 = 1 / delta_alg_simplex(make_link("0.1*(1 + z**2)*eps"), rule=rule).value
+    rho = sum(w * (1 / delta_alg_simplex(make_link(f"{float(a):.17g}*z**2 + 0.1*(1 + z**2)*eps"), rule=rule).value
+                   if a > 0 else rho0) for a, w in zip(r.nodes[:, 0], r.weights))
+    assert abs(h.value - 1 / rho) <= h.error and abs(h.value - 0.813416) <= h.error
+    assert h.value < 1.072572 - 0.1
+
+
+def test_a_heteroscedastic_single_index_link_against_monte_carlo():
+    """The per-node rule of the test above on its own: y = z^2 + 0.5 (1.25 + z^2) eps by the simplex mesh of (z, eps)
+    against Monte Carlo (2e6 samples, 8 replicas): within the Monte Carlo's 3 se."""
+    from theorykit.symbolic.links import delta_alg_simplex
+
+    lk = make_link("z**2 + 0.5*(1.25 + z**2)*eps")
+    a, b = delta_alg_simplex(lk), delta_alg_monte_carlo(lk)
+    assert abs(a.value - b.value) <= 3 * b.error + a.error and a.error < 1e-3
+
+
 def test_two_hard_directions_with_noise():
     """Noise added at a constant scale, two hard directions: each node by the additive-noise quadrature.  Forced on
     the shift z1 + z2^2 + z3^2 + 0.5 eps it gives the noisy chi2_2 link's delta_alg; on the noisy relu switch it gives
@@ -415,4 +445,7 @@ def test_noise_at_a_scale_set_by_the_easy_coordinates():
     h2 = tk.analyse_link("z1 + z2**2 + z3**2 + (1 + z1**2)*eps/4").delta_alg_hard
     floor = tk.analyse_link("z1**2 + z2**2 + eps/4").delta_alg
     assert "noise scale" in h2.method and h2.value >= floor.value - floor.error - h2.error
-    assert "not computed" in tk.analyse_link("z1 + z2**2 + z1*z2*eps").hard_reason
+    # a scale that depends on the hard coordinate: one hard direction by the simplex mesh at each node (the test
+    # below), two not computed, with the reason
+    assert "simplex mesh of (z, eps)" in tk.analyse_link("z1 + z2**2 + z1*z2*eps").delta_alg_hard.method
+    assert "not computed" in tk.analyse_link("z1 + z2**2 + z3**2 + z1*z2*eps").hard_reason

@@ -1056,8 +1056,9 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
     over z_E of each node's single-index delta_alg (error against half the nodes plus the nodes' own): a Gauss rule
     on each half-line (HARD_HALF_ORDER nodes each) of the one easy coordinate, or of the one combination of two that
     the hard part depends on (:func:`easy_direction`), else Gauss-Hermite over both (HARD_GH_NODES per coordinate);
-    for two hard directions and one easy, :func:`hard_operator_average`.  Otherwise, and for noisy links, (None,
-    why)."""
+    for two hard directions and one easy, :func:`hard_operator_average`.  A noisy link's nodes: the additive-noise
+    quadrature where the noise's scale depends on the easy coordinates only, else (one hard direction) the simplex
+    mesh of (z, eps).  Otherwise (None, why)."""
     kE, kH = easy.shape[1], hard.shape[1]
     sep = _shift_separable(lk, easy, hard)
     if sep is not None:  # y = g(z_E) + u(z_H): given z_E, the hard coordinates see the link u
@@ -1070,12 +1071,13 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         da = analyse_link(u).delta_alg
         return replace(da, method=f"given the easy coordinates y is an affine image of u(z_H) = {u.expr} (scale "
                                   f"{c}: non-zero almost surely): its delta_alg ({da.method})"), ""
-    # y = h(z) + c(z_E) eps (c constant included): each node's link has noise added at a constant scale
+    # y = h(z) + c(z_E) eps (c constant included): each node's link has noise added at a constant scale; else (the
+    # scale depends on the hard coordinates, or eps enters otherwise) each node is a link of (z_H, eps): one hard
+    # direction by the simplex mesh, two by the node operator where it applies
     scale = _noise_scale_given_easy(lk, easy, hard) if lk.noisy else None
-    if (lk.noisy and scale is None) or not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
+    if not ((kH == 1 and kE <= 2) or (kH == 2 and kE == 1)):
         return None, (f"not computed: conditioning is implemented for one hard direction and at most two easy ones, "
-                      f"or two hard and one easy, noiseless or with noise added at a scale that depends on the easy "
-                      f"coordinates only (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
+                      f"or two hard and one easy (this link: {kH} hard, {kE} easy{', noisy' if lk.noisy else ''})")
     if kH == 2:
         return hard_operator_average(lk, easy, hard)
     a = sp.symbols(f"a1:{kE + 1}", real=True)
@@ -1132,13 +1134,16 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         for node, wt in zip(nodes[keep], ws[keep]):
             poll_symbolic()
             d = None
-            if lk.noisy:  # a noisy single-index link at each node: the additive-noise quadrature at its scale
+            if lk.noisy:  # a noisy single-index link at each node: the additive-noise quadrature at its scale, or
+                # (a scale that depends on the hard coordinate) the simplex mesh of (z, eps)
                 cl = at(node)
-                s_node = _additive_noise_scale(cl)
-                d = delta_alg_additive(cl, s_node) if s_node is not None else None
+                s_node = _additive_noise_scale(cl) if scale is not None else None
+                d = (delta_alg_additive(cl, s_node) if s_node is not None else
+                     delta_alg_simplex(cl, rule=HARD_SIMPLEX_RULE) if scale is None else None)
                 if d is None:
                     raise TheorykitError(f"the link given the easy coordinates {np.round(node, 4).tolist()} is not "
-                                         f"finite on the additive-noise rule")
+                                         + ("finite on the additive-noise rule" if scale is not None else
+                                            "continuous in (z, eps) (the simplex mesh declines a jump)"))
             elif closed[2] < HARD_CLOSED_BUDGET and (closed[0] < HARD_CLOSED_TRIES or closed[1] == closed[0]):
                 # a node's closed form, while every one tried was found, within a budget of seconds (SymPy takes
                 # seconds for one on numeric coefficients, and hangs on some quartics: 0.3 + c z^2 + sin(c) z^4)
@@ -1177,7 +1182,9 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
         how = f"a Gauss rule on each half-line of {over} ({order} nodes each"
     else:
         how = f"Gauss-Hermite over the easy coordinates ({order} nodes per coordinate"
-    per_node = (f"each by the additive-noise quadrature at its own scale s = {scale}" if lk.noisy else
+    per_node = (f"each by the additive-noise quadrature at its own scale s = {scale}" if scale is not None else
+                f"each by the simplex mesh of (z, eps) ({HARD_SIMPLEX_RULE[0]} cells per axis, "
+                f"{HARD_SIMPLEX_RULE[1]} levels): the noise scale depends on the hard coordinate" if lk.noisy else
                 f"{closed[1]} node{'s' if closed[1] != 1 else ''} by the closed form, SymPy within "
                 f"{HARD_NODE_SECONDS:g} s each, which depends on the machine's speed; the rest by the binned grid")
     return _delta_alg_from_rho(rho, err + abs(rho - rho2) + 1e-12,
