@@ -41,3 +41,18 @@ def test_paired_mean_averages_an_outlier_over_the_seeds_that_have_it():
     assert paired_mean_ok(both + one, 3)
     off = [([-0.05, -0.026], [-0.0502, -0.040], [0.82, 0.45], [0.82, 0.47])]  # its eigenvalue 35% off
     assert not paired_mean_ok(off + one, 2)
+
+
+def test_the_threshold_part_sums_the_overlap_over_the_hard_directions():
+    """Part B with kH hard directions: the finite-d side sums the bottom eigenvectors' hard overlap^2 up to the kH-th
+    most overlapping one (spikes below included), the prediction sums its outliers'.  Two outliers carrying 0.4 and
+    0.39, under a spike carrying 0.05: kH = 1 reads up to the most overlapping one (0.45), kH = 2 all three (0.84)."""
+    from types import SimpleNamespace
+
+    from theorykit.validation.hessian_check import match_outliers, summed_overlap
+
+    eig, ov = [-1.0, -0.9, -0.85, -0.5, -0.4], [0.05, 0.4, 0.39, 0.01, 0.02]
+    assert abs(sum(match_outliers([0.0], eig, ov)[1]) - 0.45) < 1e-12
+    assert abs(sum(match_outliers([0.0] * 2, eig, ov)[1]) - 0.84) < 1e-12
+    outs = SimpleNamespace(outliers=(SimpleNamespace(overlap2=0.4), SimpleNamespace(overlap2=0.39)))
+    assert abs(summed_overlap(outs) - 0.79) < 1e-12 and summed_overlap(SimpleNamespace(outliers=())) == 0.0

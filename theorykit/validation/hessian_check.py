@@ -13,15 +13,17 @@ law's scale when the edge is 0) within +-2 of m d F(lambda) + (outliers and spik
 eigenvalue within 3% (or 0.005 absolute) of the finite-d eigenvalue carrying the most hard overlap, and overlap^2
 within 0.05, the finite-d overlap summed over the bottom eigenvectors up to it (spikes sitting below it included).
 
-Part B (thresholds).  delta*(t) (thresholds.delta_star), and the delta at which the predicted outlier's overlap^2
-crosses 1/2, against the delta at which the finite-d bottom eigenvectors' summed hard overlap^2 crosses 1/2 (d = 1000
-and 2000).  The overlap^2 of an outlier born at delta*(t) rises from 0 (it is continuous there), so the finite-d
-1/2-crossing is compared with the predicted 1/2-crossing (like with like); delta*(t) must lie below it.
+Part B (thresholds).  delta*(t) (thresholds.delta_star), and the delta at which the predicted outliers' summed
+overlap^2 crosses 1/2, against the delta at which the finite-d bottom eigenvectors' summed hard overlap^2 crosses 1/2
+(d = 1000 and 2000; with kH hard directions, summed up to the kH-th most overlapping eigenvector).  The overlap^2 of
+an outlier born at delta*(t) rises from 0 (it is continuous there), so the finite-d 1/2-crossing is compared with the
+predicted 1/2-crossing (like with like); delta*(t) must lie below it.
 """
 from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 import os
 import time
 
@@ -56,7 +58,8 @@ QUICK_CASES = [("bounded", 9.0, 50), ("pr-gelu", 10.0, 0), ("pr-relu", 10.0, 0),
 K2_SPECTRUM_CASES = [("k2-sum", 20.0, 0), ("k2-sum", 20.0, 50), ("k2-prod", 20.0, 0), ("k2-prod", 40.0, 50),
                      ("k2-sign", 10.0, 0), ("k2-sign", 15.0, 50)]
 #: Part B with k_H = 2
-K2_THRESHOLD_CASES = [("k2-sum", 0, (4.0, 5.0, 6.0, 7.0, 8.0, 10.0)), ("k2-sign", 0, (3.0, 4.0, 4.5, 5.0, 5.5, 7.0))]
+K2_THRESHOLD_CASES = [("k2-sum", 0, (4.0, 6.0, 8.0, 10.0, 12.0, 14.0)),
+                      ("k2-sign", 0, (5.0, 7.0, 9.0, 10.0, 11.0, 13.0))]
 #: Part B: (setting, t, delta grid)
 THRESHOLD_CASES = [("bounded", 0, (4.0, 5.0, 6.0, 7.0, 8.0, 9.0)), ("bounded", 50, (7.0, 8.0, 9.0, 10.0, 12.0, 14.0)),
                    ("pr-gelu", 0, (8.0, 9.0, 10.0, 11.0, 12.0, 14.0))]
@@ -108,6 +111,7 @@ def finite_d_job(setting, delta, t, d, seed, offsets_for_counts=True):
     row = {"eig": hb.eigenvalues.tolist(), "eig_overlap2": hb.hard_overlap2.tolist(),
            "law_edge": pred.edge, "law_outliers": [o.lam for o in outs],
            "law_overlap2": [o.overlap2 for o in outs], "law_spikes": spikes.tolist(),
+           "bulk_overlap2": [o.overlap2 for o in pred.outliers],
            "min_D": float(law.lam_min_D.min())}
     if m * d <= DENSE_COUNT_MAX:
         ev = np.linalg.eigvalsh(dense_hessian(X, der, pr.ridge))
@@ -121,9 +125,9 @@ def finite_d_job(setting, delta, t, d, seed, offsets_for_counts=True):
 
 
 COLUMNS = ["setting", "delta", "t", "d", "seed", "eig", "eig_overlap2", "law_edge", "law_outliers", "law_overlap2",
-           "law_spikes", "min_D", "count_at", "count_pred", "count_dense"]
-JSON_COLUMNS = ["eig", "eig_overlap2", "law_outliers", "law_overlap2", "law_spikes", "count_at", "count_pred",
-                "count_dense"]
+           "law_spikes", "bulk_overlap2", "min_D", "count_at", "count_pred", "count_dense"]
+JSON_COLUMNS = ["eig", "eig_overlap2", "law_outliers", "law_overlap2", "law_spikes", "bulk_overlap2", "count_at",
+                "count_pred", "count_dense"]
 
 
 def _worker(setting, delta, t, d, seed):
@@ -273,6 +277,12 @@ def part_a(args, rows, md, cases):
     md.append("")
 
 
+def summed_overlap(prediction) -> float:
+    """The hard overlap^2 carried by the predicted outliers, summed (with kH hard directions it splits over up to kH
+    outliers; one outlier: its overlap^2)."""
+    return float(sum(o.overlap2 for o in prediction.outliers))
+
+
 def below_edge_overlap(eig, ov, edge):
     """The finite-d hard overlap^2 carried below the bulk: summed over the bottom eigenvectors whose eigenvalue lies
     below the sample law's bulk edge (spikes included; they carry little of it)."""
@@ -288,12 +298,19 @@ def part_b(args, rows, md, cases):
     md.append("delta*(t): first hard outlier (DMFT scan, truncated at n = delta d with d = 1000).  The outlier is born "
               "at delta*(t) with overlap^2 0 and its overlap^2 grows continuously, so the finite-d crossing of 1/2 is "
               "compared with delta_1/2, the delta at which the *predicted* overlap^2 reaches 1/2 (DMFT scan on 13 "
-              "deltas, linear interpolation; its se from the same crossing on each DMFT replica's own law).  "
-              "Finite-d: the outlier's hard overlap^2 as in Part A (summed over the bottom eigenvectors up to the "
-              "one carrying the most hard overlap: spikes below it included), mean over seeds, crossing 1/2 (linear "
-              "interpolation), at d = 1000 and 2000 (its se from each seed's own crossing); the overlap^2 summed "
-              "over every eigenvector below the sample-law edge is shown beside it (it also counts bulk eigenvalues "
-              "that fluctuate below the edge, and runs high near delta*: see the notes).  Pass: delta_1/2 inside the "
+              "deltas, linear interpolation; its se from the same crossing on each DMFT replica's own law).  With "
+              "kH hard directions the overlap^2 splits over up to kH outliers, and both sides sum it: the predicted "
+              "outliers' overlap^2, and the finite-d hard overlap^2 summed over the bottom eigenvectors up to the "
+              "kH-th most overlapping one (kH = 1: the one carrying the most; spikes below it included), mean over "
+              "seeds, crossing 1/2 (linear interpolation), at d = 1000 and 2000 (its se from each seed's own "
+              "crossing).  Shown beside it: the overlap^2 summed over every eigenvector below the sample-law edge (it "
+              "also counts bulk eigenvalues that fluctuate below the edge, and runs high near delta*: see the "
+              "notes), and the sample law's own prediction of the summed overlap^2 (the random-matrix code on each "
+              "seed's D_i and hard coordinates), with and without its single-sample spikes.  *Without the law's "
+              "extremes*: delta_1/2 from the truncated law's own outliers, without its expected lowest samples as "
+              "atoms (the continuation finds the outliers below the fold that the deepest atom makes, and can miss "
+              "the ones above it; the atoms only share out the hard overlap^2 among eigenvectors near them, so the "
+              "sum is that of the law without them: see the notes).  Pass: delta_1/2 inside the "
               "interval between the two "
               "finite-d crossings widened by their drift |c_2000 - c_1000| (the issue's criterion) and by 2 "
               "sqrt(se_finite^2 + se_theory^2) (the statistical error of both sides; se_finite the larger of the two "
@@ -301,7 +318,8 @@ def part_b(args, rows, md, cases):
               "against delta_1/2 of the DMFT law truncated at that d's n = delta d, within 2 sqrt(se_finite^2 + "
               "se_theory^2).\n")
     hdr = ["setting", "t", "delta*(t) ± se", "delta_1/2 (DMFT) ± se", "finite-d crossing ± se: d=1000 / 2000",
-           "widened interval", "pass", "delta_1/2, law truncated at d=2000", "matched d: 1000 / 2000"]
+           "widened interval", "pass", "delta_1/2, law truncated at d=2000", "matched d: 1000 / 2000",
+           "delta_1/2 without the law's extremes: d=1000 / 2000"]
     body = []
     for s, t, grid in cases:
         base = problem_of(s, grid[0], t)
@@ -309,17 +327,20 @@ def part_b(args, rows, md, cases):
                         **dmft_options(t, args.paths))[0]
         fine = list(np.linspace(grid[0], grid[-1], 13))
         scan = dmft_scan(base, fine, keep_law_at=[t], bias_check=False, **dmft_options(t, args.paths))
-        def overlap(r, replica=None, d=1000):
-            p = hessian_prediction(law_at(r, t, d=d, replica=replica))
-            return p.outliers[0].overlap2 if p.outliers else 0.0
+        kH = _hard_dirs(base, base.link_obj.k).shape[1]  # the hard overlap can split over up to kH outliers
+
+        def overlap(r, replica=None, d=1000, extremes=True):
+            law = law_at(r, t, d=d, replica=replica)
+            return summed_overlap(hessian_prediction(law if extremes else replace(law, extremes=None)))
 
         reps = sorted(int(j) for j in np.unique(scan[0].laws[t].replica))
-        halves = {}  # d -> (delta_1/2 of the law truncated at n = delta d, its se, overlap^2 on the fine grid)
+        halves = {}  # (d, extremes) -> (delta_1/2 of the law truncated at n = delta d, its se, overlap^2 on the grid)
         for d in (1000, 2000):
-            ov_d = [overlap(r, d=d) for r in scan]
-            per_rep = [crossing(fine, [overlap(r, j, d) for r in scan], upward=True) for j in reps]
-            halves[d] = (crossing(fine, ov_d, upward=True), _crossing_se(per_rep), ov_d)
-        half, half_se, ovs = halves[1000]
+            for ext in (True, False):
+                ov_d = [overlap(r, d=d, extremes=ext) for r in scan]
+                per_rep = [crossing(fine, [overlap(r, j, d, ext) for r in scan], upward=True) for j in reps]
+                halves[d, ext] = (crossing(fine, ov_d, upward=True), _crossing_se(per_rep), ov_d)
+        half, half_se, ovs = halves[1000, True]
         cross = {}
         for d in (1000, 2000):
             jobs = [{"key": f"{s}|{dl}|{t}|{d}|{seed}", "setting": s, "delta": dl, "t": t, "d": d, "seed": seed}
@@ -329,16 +350,19 @@ def part_b(args, rows, md, cases):
                           json_columns=JSON_COLUMNS, label=f"crossing d={d}")
             by_seed = {}  # seed -> {delta: outlier overlap^2}; a cache may hold a ragged set of seeds
             below = {}  # delta -> [below-edge overlap^2 per seed] (shown beside it)
+            sample = {}  # delta -> [the sample law's summed outlier overlap^2 per seed: with, without its spikes]
             for dl in grid:
                 sub = df[(df.setting == s) & (df.delta == dl) & (df.t == t)]
-                for sd, e, o, le in zip(sub.seed, sub.eig, sub.eig_overlap2, sub.law_edge):
-                    by_seed.setdefault(int(sd), {})[dl] = match_outliers([0.0], e, o)[1][0]
+                for sd, e, o, le, lo, lb in zip(sub.seed, sub.eig, sub.eig_overlap2, sub.law_edge, sub.law_overlap2,
+                                                sub.bulk_overlap2):
+                    by_seed.setdefault(int(sd), {})[dl] = sum(match_outliers([0.0] * kH, e, o)[1])
                     below.setdefault(dl, []).append(below_edge_overlap(e, o, le))
+                    sample.setdefault(dl, []).append((float(sum(lo)), float(sum(lb))))
             means = [float(np.mean([v[dl] for v in by_seed.values() if dl in v])) for dl in grid]
             full = [v for v in by_seed.values() if len(v) == len(grid)]
             cross[d] = (crossing(grid, means, upward=True), means,
                         _crossing_se([crossing(grid, [v[dl] for dl in grid], upward=True) for v in full]),
-                        [float(np.mean(below[dl])) for dl in grid])
+                        [float(np.mean(below[dl])) for dl in grid], np.mean([sample[dl] for dl in grid], axis=1))
         c1, c2 = cross[1000][0], cross[2000][0]
         ok, lo, hi = None, None, None
         if half is not None and c1 is not None and c2 is not None:
@@ -349,7 +373,7 @@ def part_b(args, rows, md, cases):
         # like with like: at each d the finite-d crossing against delta_1/2 of the law truncated at that d's n
         matched = {}
         for d in (1000, 2000):
-            h, hse = halves[d][:2]
+            h, hse = halves[d, True][:2]
             c, cse = cross[d][0], cross[d][2]
             matched[d] = (None if h is None or c is None else
                           bool(abs(c - h) <= 2 * math.sqrt(cse ** 2 + hse ** 2) + 1e-9))
@@ -359,19 +383,29 @@ def part_b(args, rows, md, cases):
                "grid": list(grid),
                "finite_cross_1000": c1, "finite_cross_2000": c2, "finite_overlap2_1000": cross[1000][1],
                "finite_overlap2_2000": cross[2000][1], "threshold_ok": ok,
-               "delta_half_2000": halves[2000][0], "delta_half_2000_se": halves[2000][1],
+               "delta_half_2000": halves[2000, True][0], "delta_half_2000_se": halves[2000, True][1],
+               "delta_half_no_extremes_1000": halves[1000, False][0],
+               "delta_half_no_extremes_1000_se": halves[1000, False][1],
+               "delta_half_no_extremes_2000": halves[2000, False][0],
+               "delta_half_no_extremes_2000_se": halves[2000, False][1],
                "matched_ok_1000": matched[1000], "matched_ok_2000": matched[2000]}
         rows.append(rec)
         body.append([s, t, f"{fmt(ds.value)} ± {fmt(ds.stderr, 2)}", f"{fmt(half)} ± {fmt(half_se, 2)}",
                      f"{fmt(c1)} ± {fmt(cross[1000][2], 2)} / {fmt(c2)} ± {fmt(cross[2000][2], 2)}",
                      "—" if lo is None else f"[{fmt(lo)}, {fmt(hi)}]", "—" if ok is None else fmt(np.bool_(ok)),
-                     f"{fmt(halves[2000][0])} ± {fmt(halves[2000][1], 2)}",
-                     " / ".join("—" if matched[d] is None else fmt(np.bool_(matched[d])) for d in (1000, 2000))])
+                     f"{fmt(halves[2000, True][0])} ± {fmt(halves[2000, True][1], 2)}",
+                     " / ".join("—" if matched[d] is None else fmt(np.bool_(matched[d])) for d in (1000, 2000)),
+                     " / ".join(f"{fmt(halves[d, False][0])} ± {fmt(halves[d, False][1], 2)}" for d in (1000, 2000))])
         md.append(f"* {s}, t = {t}: finite-d outlier overlap^2 on delta = {list(grid)}: d = 1000 "
                   f"{[round(v, 3) for v in cross[1000][1]]}, d = 2000 {[round(v, 3) for v in cross[2000][1]]} "
                   f"(summed below the sample-law edge instead: d = 1000 {[round(v, 3) for v in cross[1000][3]]}, "
-                  f"d = 2000 {[round(v, 3) for v in cross[2000][3]]}); "
-                  f"DMFT overlap^2 on {[round(float(v), 2) for v in fine]}: {[round(float(v), 3) for v in ovs]}")
+                  f"d = 2000 {[round(v, 3) for v in cross[2000][3]]}; the seed's own sample law: d = 1000 "
+                  f"{[round(float(v), 3) for v in cross[1000][4][:, 0]]}, d = 2000 "
+                  f"{[round(float(v), 3) for v in cross[2000][4][:, 0]]}, without its spikes: d = 1000 "
+                  f"{[round(float(v), 3) for v in cross[1000][4][:, 1]]}, d = 2000 "
+                  f"{[round(float(v), 3) for v in cross[2000][4][:, 1]]}); "
+                  f"DMFT overlap^2 on {[round(float(v), 2) for v in fine]}: {[round(float(v), 3) for v in ovs]} "
+                  f"(d = 1000; without the law's extremes: {[round(float(v), 3) for v in halves[1000, False][2]]})")
     md.append("")
     md.append(md_table(hdr, body))
     md.append("")
