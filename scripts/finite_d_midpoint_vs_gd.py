@@ -33,6 +33,8 @@ CASES = {
     # (tables/gd_divergence_check.md) and the DMFT's runs that blow up are read as GD's success reads them
     "pr-xq": ("x + x**2/2", "phase-retrieval", "square", 0.25, 400, 200, [7, 7.5, 8, 8.5, 9, 9.5, 10]),
     "pr-xq-eta0.5": ("x + x**2/2", "phase-retrieval", "square", 0.5, 400, 200, [7, 7.5, 8, 8.5, 9, 9.5, 10, 11]),
+    # the same at d = 1600: whether the gap at d = 400 is the bulk's finite-d effect (the DMFT is d = infinity)
+    "pr-xq-eta0.5-d1600": ("x + x**2/2", "phase-retrieval", "square", 0.5, 1600, 200, [7, 8, 9, 10, 11, 12, 13]),
     # issue 28's softplus(2x)/2 on the sign link: GD learns with the logistic loss (the bounded setting's) ...
     "softplus-sign": ("softplus(2*x)/2", "sign-symmetric", "logistic", 1.0, 400, 200,
                       [7.5, 8, 8.5, 9, 9.5, 10, 10.5]),
