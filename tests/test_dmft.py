@@ -448,6 +448,32 @@ def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
     assert smooth.settings["latent"] == "gauss-hermite" and "e-1" in smooth.method["latent_auto"]
 
 
+def test_auto_latent_sees_a_multi_index_link_kinked_across_the_axes():
+    """y = sign(z1 z2): every single-coordinate moment of y vanishes, so only the cross moments show that 16
+    Gauss-Hermite nodes per axis integrate it badly (they put E[y z1 z2] = E|z1| E|z2| = 2/pi 5% high, and the
+    Hessian law's hard outlier with it: tables/hessian_vs_finite_d_k2_notes.md).  latent='auto' now takes Monte-Carlo
+    latents, whose law at t = 0 has E[y z1 z2] within 4 s.e. of 2/pi; forced Gauss-Hermite misses it by 0.034."""
+    from theorykit.dynamics.plan import HERMITE_MOMENT_TOL, latent_moment_error
+    from theorykit.symbolic.ingredients import link
+    from theorykit.thresholds import law_at
+
+    assert latent_moment_error(link("sign(z1*z2)"), 16) > 10 * HERMITE_MOMENT_TOL
+    assert latent_moment_error(link("z1*z2"), 16) < 1e-12
+    kw = dict(activation="gelu", link="sign(z1*z2)", loss="logistic", width=1, delta=9.0, eta=1.0, steps=1,
+              paths=8192, replicas=4, keep_law_at=[0])
+    auto, gh = dmft(**kw), dmft(**kw, latent="gauss-hermite")
+    assert auto.settings["latent"] == "monte-carlo" and "not smooth" in auto.method["latent_auto"]
+    def moment(r):
+        law = law_at(r, 0)
+        z, w = law.zeta, law.weights / law.weights.sum()
+        v = np.abs(z[:, 0] * z[:, 1])
+        return float(w @ v), math.sqrt(float(w @ (v - w @ v) ** 2) / len(w))
+
+    mean, se = moment(auto)  # equal-weight paths: the plain standard error
+    assert abs(mean - 2 / math.pi) <= 4 * se
+    assert abs(moment(gh)[0] - 2 / math.pi) > 0.03  # the deterministic rule's own error (5% of 2/pi)
+
+
 # ------------------------------------------------------------------------------------------------ rare paths
 # (issue: sigma = x + x^2/2, y = z^2, delta = 8.23, eta = 0.5 diverged at step 6 with "GD is unstable, eta <~ 0.00219",
 # while simulate at d = 400 and 1600 ran past step 38 in every seed: the blow-up came from paths at latent |z| >= 4.2,

@@ -44,9 +44,10 @@ def test_paired_mean_averages_an_outlier_over_the_seeds_that_have_it():
 
 
 def test_the_threshold_part_sums_the_overlap_over_the_hard_directions():
-    """Part B with kH hard directions: the finite-d side sums the bottom eigenvectors' hard overlap^2 up to the kH-th
-    most overlapping one (spikes below included), the prediction sums its outliers'.  Two outliers carrying 0.4 and
-    0.39, under a spike carrying 0.05: kH = 1 reads up to the most overlapping one (0.45), kH = 2 all three (0.84)."""
+    """Part B with kH hard directions: the finite-d side sums the bottom eigenvectors' hard overlap^2 up to the K-th
+    most overlapping one (spikes below included; K the seed's own count of outliers, 1 to kH), the prediction sums
+    its outliers'.  Two outliers carrying 0.4 and 0.39, under a spike carrying 0.05: K = 1 reads up to the most
+    overlapping one (0.45), K = 2 all three (0.84)."""
     from types import SimpleNamespace
 
     from theorykit.validation.hessian_check import match_outliers, summed_overlap

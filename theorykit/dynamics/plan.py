@@ -60,7 +60,8 @@ def latent_moment_error(link, order: int, cuts=()) -> float:
     """How well the latent rule of ``order`` (:func:`theorykit.rules.latent_rule`: tensor Gauss-Hermite, or
     Gauss-Legendre between the link's breakpoints ``cuts``) integrates the link: the largest difference, against the
     same rule with min(8 x order, 370) nodes per axis (or piece), of E[y^p He_j(z_i)] / sqrt(E[y^2p] j!) over p = 1, 2,
-    j = 0..4 and every latent coordinate i.  Exponentially small for smooth links, and for a link that jumps in z when
+    j = 0..4 and every latent coordinate i, and of the cross moments E[y^p He_a(z_i) He_b(z_j)] / sqrt(E[y^2p] a! b!),
+    a, b = 1, 2, i < j.  Exponentially small for smooth links, and for a link that jumps in z when
     the rule is cut at its jumps; O(1/order) for Gauss-Hermite across a jump (sign, Heaviside, Piecewise steps), where
     its nodes place the jump arbitrarily (y = sign(|z| - median|z|), logistic loss: 32 nodes put C_theta(100) far
     from both Monte-Carlo latents and constrained GD)."""
@@ -70,14 +71,24 @@ def latent_moment_error(link, order: int, cuts=()) -> float:
         rule = latent_rule(link.k, link.noisy, q, cuts)
         nodes, w = rule.nodes, rule.weights
         y = link.response(nodes[:, :link.k], nodes[:, link.k] if link.noisy else None)
+        he = [[np.polynomial.hermite_e.hermeval(nodes[:, i], [0] * j + [1]) for j in range(5)]
+              for i in range(link.k)]
         out = []
         for pw in (1, 2):
             yp = y ** pw
             scale = math.sqrt(max(float(w @ yp ** 2), 1e-300))
             for i in range(link.k):
                 for j in range(5):
-                    he = np.polynomial.hermite_e.hermeval(nodes[:, i], [0] * j + [1])
-                    out.append(float(w @ (yp * he)) / (scale * math.sqrt(math.factorial(j))))
+                    out.append(float(w @ (yp * he[i][j])) / (scale * math.sqrt(math.factorial(j))))
+            # the cross moments E[y^p He_a(z_i) He_b(z_j)], which the hard operator E[y (z z^T - I)] is made of: a
+            # link such as sign(z1 z2) has every single-coordinate moment 0 and E[y z1 z2] = 2/pi, which Gauss-Hermite
+            # with 16 nodes per axis puts 5% high (it integrates |z1| |z2|, kinked on the axes)
+            for i in range(link.k):
+                for i2 in range(i + 1, link.k):
+                    for a in (1, 2):
+                        for b in (1, 2):
+                            out.append(float(w @ (yp * he[i][a] * he[i2][b]))
+                                       / (scale * math.sqrt(math.factorial(a) * math.factorial(b))))
         return np.array(out)
 
     ref = min(8 * order, HERMITE_MAX_ORDER)  # the largest usable rule (orders above 46 are checked against 370)

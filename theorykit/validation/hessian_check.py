@@ -15,7 +15,8 @@ within 0.05, the finite-d overlap summed over the bottom eigenvectors up to it (
 
 Part B (thresholds).  delta*(t) (thresholds.delta_star), and the delta at which the predicted outliers' summed
 overlap^2 crosses 1/2, against the delta at which the finite-d bottom eigenvectors' summed hard overlap^2 crosses 1/2
-(d = 1000 and 2000; with kH hard directions, summed up to the kH-th most overlapping eigenvector).  The overlap^2 of
+(d = 1000 and 2000; with kH hard directions, summed up to the K-th most overlapping eigenvector, K the number of
+outliers, 1 to kH, of the seed's own sample law with its spikes split off).  The overlap^2 of
 an outlier born at delta*(t) rises from 0 (it is continuous there), so the finite-d 1/2-crossing is compared with the
 predicted 1/2-crossing (like with like); delta*(t) must lie below it.
 """
@@ -302,7 +303,8 @@ def part_b(args, rows, md, cases):
               "deltas, linear interpolation; its se from the same crossing on each DMFT replica's own law).  With "
               "kH hard directions the overlap^2 splits over up to kH outliers, and both sides sum it: the predicted "
               "outliers' overlap^2, and the finite-d hard overlap^2 summed over the bottom eigenvectors up to the "
-              "kH-th most overlapping one (kH = 1: the one carrying the most; spikes below it included), mean over "
+              "K-th most overlapping one, K the number of outliers of the seed's own sample law with its spikes "
+              "split off, between 1 and kH (kH = 1: the one carrying the most; spikes below it included), mean over "
               "seeds, crossing 1/2 (linear interpolation), at d = 1000 and 2000 (its se from each seed's own "
               "crossing).  Shown beside it: the overlap^2 summed over every eigenvector below the sample-law edge (it "
               "also counts bulk eigenvalues that fluctuate below the edge, and runs high near delta*: see the "
@@ -356,7 +358,10 @@ def part_b(args, rows, md, cases):
                 sub = df[(df.setting == s) & (df.delta == dl) & (df.t == t)]
                 for sd, e, o, le, lo, lb in zip(sub.seed, sub.eig, sub.eig_overlap2, sub.law_edge, sub.law_overlap2,
                                                 sub.bulk_overlap2):
-                    by_seed.setdefault(int(sd), {})[dl] = sum(match_outliers([0.0] * kH, e, o)[1])
+                    # as many eigenvectors as the seed's own sample law (spikes split off) has outliers, at least
+                    # one and at most kH: a kH-th eigenvector where there is no kH-th outlier adds bulk overlap
+                    K = min(kH, max(1, len(lb)))
+                    by_seed.setdefault(int(sd), {})[dl] = sum(match_outliers([0.0] * K, e, o)[1])
                     below.setdefault(dl, []).append(below_edge_overlap(e, o, le))
                     sample.setdefault(dl, []).append((float(sum(lo)), float(sum(lb))))
             means = [float(np.mean([v[dl] for v in by_seed.values() if dl in v])) for dl in grid]
