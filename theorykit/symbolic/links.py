@@ -1137,9 +1137,11 @@ def delta_alg_hard(lk: Link, easy: np.ndarray, hard: np.ndarray) -> tuple:
             if lk.noisy:  # a noisy single-index link at each node: the additive-noise quadrature at its scale, or
                 # (a scale that depends on the hard coordinate) the simplex mesh of (z, eps)
                 cl = at(node)
-                s_node = _additive_noise_scale(cl) if scale is not None else None
-                d = (delta_alg_additive(cl, s_node) if s_node is not None else
-                     delta_alg_simplex(cl, rule=HARD_SIMPLEX_RULE) if scale is None else None)
+                if scale is not None:
+                    s_node = _additive_noise_scale(cl)
+                    d = delta_alg_additive(cl, s_node) if s_node is not None else None
+                else:
+                    d = delta_alg_simplex(cl, rule=HARD_SIMPLEX_RULE)
                 if d is None:
                     raise TheorykitError(f"the link given the easy coordinates {np.round(node, 4).tolist()} is not "
                                          + ("finite on the additive-noise rule" if scale is not None else

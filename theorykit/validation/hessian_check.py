@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import replace
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
