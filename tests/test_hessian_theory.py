@@ -10,7 +10,7 @@ from scipy import optimize, stats
 
 from theorykit.errors import TheorykitError
 from theorykit.spectra.hessian import (HessianLaw, eigenvalue_counting, hessian_density, hessian_prediction,
-                                       single_sample_spikes, tail_diagnostics, top_edge)
+                                       single_sample_spikes, split_spikes, tail_diagnostics, top_edge)
 
 X_GH, W_GH = np.polynomial.hermite_e.hermegauss(120)
 W_GH = W_GH / W_GH.sum()
@@ -301,3 +301,57 @@ def test_relu_kernel_through_the_dmft_law_matches_the_finite_d_hessian(m, delta)
     # the finite-d kernel is m d - rank, rank = the sum of the n samples' ranks: binomial sd <= sqrt(n)/2
     assert zeros == pytest.approx(p.atom_mass * m * d, abs=3 * math.sqrt(delta * d) / 2 + 2)
     assert ev[0] > -1e-9 * np.abs(ev).max()
+
+
+def _planted_sample(r, delta=10.0, d=600):
+    """A sample of D = 1 - 0.35 |z|^2 (two hard coordinates z = x_1, x_2: unbounded below, two outliers) with sample 0
+    planted at |z| = r along (1, 1)/sqrt 2, so that it makes a single-sample spike near the outliers; with the dense
+    Hessian's eigenvalues and hard overlap^2."""
+    rng = np.random.default_rng(0)
+    n = int(delta * d)
+    X = rng.standard_normal((n, d))
+    X[0, :2] = r / math.sqrt(2)
+    D = 1.0 - 0.35 * (X[:, :2] ** 2).sum(1)
+    ev, V = np.linalg.eigh((X.T * D) @ X / n)
+    return HessianLaw.from_samples(D, X[:, :2], delta), ev, (V[:2] ** 2).sum(0)
+
+
+def test_outliers_in_every_gap_between_spikes_match_a_dense_matrix():
+    """A spike between the two outliers couples to one of them: the dense Hessian has three eigenvalues below the
+    bulk carrying hard overlap^2 (0.25, 0.67, 0.46).  The continuation on the whole sample stops at the fold below the
+    spike and finds the lowest only; sample=True finds all three (m = 1: every gap between the spikes), each within
+    3% and 0.05, and their total below the edge within 0.05."""
+    law, ev, ov = _planted_sample(5.5)
+    plain, p = hessian_prediction(law), hessian_prediction(law, sample=True)
+    assert len(plain.outliers) == 1 and len(p.spikes) == 2 and p.outliers_from == "sample"
+    assert [o.lam for o in p.outliers] == pytest.approx(list(ev[:3]), rel=0.03)
+    assert [o.overlap2 for o in p.outliers] == pytest.approx(list(ov[:3]), abs=0.05)
+    assert p.overlap2_below_edge == pytest.approx(float(ov[ev < p.edge].sum()), abs=0.05)
+    assert p.edge == pytest.approx(hessian_prediction(split_spikes(law)[0]).edge, rel=1e-12)
+
+
+def test_an_outlier_within_a_spikes_stretch_is_reported_in_the_total():
+    """The spike nearer the pair: an outlier that does not couple to it falls within the spike's stretch of the curve
+    and is no root there.  The prediction says so in a note, and overlap2_below_edge (the law's with the spikes split
+    off) still gives the dense Hessian's total below the edge."""
+    law, ev, ov = _planted_sample(5.0)
+    p = hessian_prediction(law, sample=True)
+    assert sum(o.overlap2 for o in p.outliers) < p.overlap2_below_edge - 0.5
+    assert any("within a spike's stretch" in s for s in p.notes)
+    assert p.overlap2_below_edge == pytest.approx(float(ov[ev < p.edge].sum()), abs=0.05)
+
+
+@pytest.mark.parametrize("kH", [1, 2])
+def test_the_explicit_curve_without_spikes_is_the_continuation(kH):
+    from theorykit.spectra.hessian.gaps import gap_outliers
+
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((20000, 2))
+    D = 1.0 - 0.4 * ((z ** 2).sum(1) - 2)
+    law = HessianLaw.from_samples(D, z[:, :kH], 10.0)
+    ref = hessian_prediction(law, solver="classic" if kH == 1 else "continuation")
+    outs, edge = gap_outliers(law, np.array([]), -10.0 / D.min())
+    assert edge == pytest.approx(ref.edge, rel=1e-9)
+    assert len(outs) == len(ref.outliers) == kH
+    for (lam, o2, _), o in zip(outs, ref.outliers):
+        assert lam == pytest.approx(o.lam, rel=1e-9) and o2 == pytest.approx(o.overlap2, rel=1e-8)

@@ -13,7 +13,8 @@ JSON keys: t, edge, top_edge (the bulk's right edge lambda_+, its top tail trunc
 [{lambda, overlap2, negative, direction}], unbounded,
 truncation_n, D_tail, simulated (null without --d; else {t, eigenvalues, overlap2, hard_weight, d, n, constrained,
 seed, method, status}), settings, seconds; also spikes (with --d: [{lambda_min_D, lambda}], lowest D first, lambda
-null when the spike falls inside the bulk) and spikes_from (which samples), outliers_from, margin (null when the
+null when the spike falls inside the bulk) and spikes_from (which samples), outliers_from, overlap2_below_edge (the
+hard overlap^2 below the bulk in all, outliers and spikes together), margin (null when the
 link has no hard direction), edge_case ("fold", "domain" or "atom"), atom_mass (the kernel of H: an atom at lambda =
 ridge), method, notes, law {source, paths}, problem.  Every value that is not finite
 is null (theorykit.cli.to_json, which lists them under "non_finite").
@@ -124,7 +125,7 @@ def run(args) -> dict:
         out["spikes_from"] = spikes_from
     out["outliers_from"] = getattr(pred, "outliers_from", "law")
     out.update({"margin": pred.margin, "edge_case": pred.edge_case, "atom_mass": pred.atom_mass,
-                "method": pred.method, "notes": notes,
+                "overlap2_below_edge": pred.overlap2_below_edge, "method": pred.method, "notes": notes,
                 "law": {"source": law.source, "paths": int(len(law.weights))}, "problem": problem.as_dict()})
     out["seconds"] = time.perf_counter() - t0
     return out  # theorykit.cli.to_json writes NaN/inf as null and reports them under "non_finite"

@@ -15,7 +15,8 @@ real S below the bulk up to the left edge, the hard outliers (roots of det(Phi -
 Modules, one concept each: ``law`` (:class:`HessianLaw`, :func:`tail_diagnostics`, truncation at n,
 :func:`kernel_mass`), ``solver`` (the matrix equation F(S) = 0: residual, Jacobian, Phi, domain), ``curve`` (the real
 curve S(tau), tau = tr S, and the left edge), ``prediction`` (:func:`hessian_prediction`: edge, outliers, overlaps,
-margin; :func:`top_edge`: the bulk's right edge), ``density`` (:func:`hessian_density`, :func:`eigenvalue_counting`)
+margin; :func:`top_edge`: the bulk's right edge), ``gaps`` (m = 1: the outliers in every gap between single-sample
+spikes), ``density`` (:func:`hessian_density`, :func:`eigenvalue_counting`)
 and ``spikes`` (:func:`single_sample_spikes`, :func:`split_spikes`, :func:`expected_extremes`).
 """
 from .density import eigenvalue_counting, hessian_density

@@ -14,7 +14,9 @@ m = 1 with one hard direction and min D < 0 goes through the classic spectral co
 outlier` with Z = -D, V = zeta^2: bottom of H = -top of that law), the same code as the classic spectral methods; the
 continuation is the m x m extension and agrees with it for m = 1 (tests/test_hessian_theory.py).  A truncated law's
 expected lowest samples are added back as atoms of weight 1/n for the outliers, and predicted as single-sample spikes
-(:mod:`.spikes`).
+(:mod:`.spikes`); for m = 1 the outliers are then found in every gap between the spikes (:mod:`.gaps`; the
+continuation stops at the fold below the deepest one), and likewise for a sample's own law (``sample=True``).
+``overlap2_below_edge`` is the hard overlap^2 below the edge in all: the outliers' of the law without its spikes.
 """
 from __future__ import annotations
 
@@ -27,11 +29,15 @@ from scipy import optimize
 
 from ...errors import TheorykitError
 from .curve import Curve, find_edge
+from .gaps import gap_outliers
 from .law import HessianLaw, check_law, kernel_mass, rank_ratio
 from .solver import Core, batched_mm
-from .spikes import single_sample_spikes
+from .spikes import single_sample_spikes, split_spikes
 
 __all__ = ["HessianPrediction", "Outlier", "hessian_prediction"]
+
+#: a note when the outliers found beside single-sample spikes carry this much less overlap^2 than the law without them
+SHORT_OVERLAP = 0.1
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,10 @@ class HessianPrediction:
     hard outliers below the edge, lowest first; margin: minus the smallest eigenvalue of Phi(lambda) - lambda I at the
     edge (> 0 iff a hard outlier exists); S_edge (m, m); unbounded: the law's tail verdict (True: no left edge as
     n -> infinity; None: undecided); truncation_n; D_tail: the tail diagnostic; method: which solver (classic scalar
-    core or the m x m continuation) and the law's source; evaluations: residual evaluations used."""
+    core or the m x m continuation) and the law's source; evaluations: residual evaluations used;
+    overlap2_below_edge: the hard overlap^2 that the eigenvectors below the bulk carry in all, outliers and
+    single-sample spikes together: the outliers' overlap^2 of the law with its spikes split off (a spike near an
+    outlier shares it out, the sum stays), or of the law itself when it has none."""
 
     edge: float
     edge_case: str
@@ -77,10 +86,12 @@ class HessianPrediction:
     evaluations: int
     notes: tuple = field(default_factory=tuple)
     spikes: tuple = ()  # predicted single-sample eigenvalues of a truncated law's expected extremes (None: in the bulk)
-    outliers_from: str = "law"  # "law", or "with extremes" (the truncated law plus its expected extremes as atoms)
+    outliers_from: str = "law"  # "law", "with extremes" (the truncated law plus its expected extremes as atoms) or
+    #                             "sample" (hessian_prediction(..., sample=True): a sample law with its spikes)
     atom_mass: float = 0.0  # mass of the kernel of H - ridge I (kernel_mass): an atom of the spectrum at the ridge
     margins: tuple = ()  # minus every eigenvalue of Phi - lambda I at the edge, descending (margins[0] = margin; the
     #                      j-th > 0 iff there are at least j + 1 hard outliers); the m x m continuation only
+    overlap2_below_edge: Optional[float] = None  # the hard overlap^2 below the bulk, outliers and spikes together
 
     @property
     def has_outlier(self) -> bool:
@@ -92,7 +103,8 @@ class HessianPrediction:
                 "kH": self.kH, "unbounded": self.unbounded, "truncation_n": self.truncation_n,
                 "D_tail": self.D_tail, "method": self.method, "evaluations": self.evaluations,
                 "notes": list(self.notes), "spikes": list(self.spikes), "outliers_from": self.outliers_from,
-                "atom_mass": self.atom_mass, "margins": list(self.margins)}
+                "atom_mass": self.atom_mass, "margins": list(self.margins),
+                "overlap2_below_edge": self.overlap2_below_edge}
 
 
 def top_edge(law: HessianLaw, n: Optional[int] = None) -> float:
@@ -110,13 +122,19 @@ def top_edge(law: HessianLaw, n: Optional[int] = None) -> float:
     return -hessian_prediction(neg, solver="continuation").edge + law.ridge
 
 
-def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPrediction:
+def hessian_prediction(law: HessianLaw, solver: str = "auto", sample: bool = False) -> HessianPrediction:
     """Left edge, hard outliers (eigenvalue, overlap^2, sign) and margin for a :class:`HessianLaw` (module docstring,
     docs/theory.md §4).  solver: "auto" (the classic scalar core for m = 1, kH = 1, min D < 0; else the m x m
-    continuation), "classic" or "continuation"."""
+    continuation), "classic" or "continuation".  sample=True: the law is a sample of n = N points (a simulation's own
+    D_i, equal weights); its single-sample spikes are split off (:func:`split_spikes`) and the edge is that of the
+    rest; for m = 1 the outliers are then found in every gap between the spikes and the bulk, with the hard overlap^2
+    each spike carries (:mod:`.gaps`); for m >= 2 they are the m x m continuation's on the whole sample (below the
+    deepest spike's fold).  A truncated law's expected lowest samples (``law.extremes``) are handled the same way."""
     law = check_law(law)
     if solver not in ("auto", "classic", "continuation"):
         raise TheorykitError(f"solver must be 'auto', 'classic' or 'continuation', got {solver!r}")
+    if sample:
+        return _sample(law, solver)
     if not np.any(law.D[law.weights > 0]):
         raise TheorykitError("hessian law: D is identically zero, so H = ridge I and every eigenvalue is the ridge (no "
                              "bulk to solve)")
@@ -143,12 +161,58 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto") -> HessianPredicti
     full = replace(law, weights=w, D=np.concatenate([law.D[kp], ext["D"]]),
                    zeta=np.concatenate([law.zeta[kp], ext["zeta"]]),
                    radius=np.concatenate([law.radius[kp], np.full(K, np.nan)]), extremes=None)
-    fp = _scalar(full, unb, []) if (use_scalar and float(full.D.min()) < 0) else _continuation(full, unb, [])
-    if fp.outliers:
-        return replace(bulk, outliers=fp.outliers, spikes=spikes, outliers_from="with extremes",
-                       notes=bulk.notes + (f"outliers from the truncated law plus its {K} expected lowest samples "
-                                           f"as atoms of weight 1/n (n = {n})",))
+    crossed = np.array([sp is not None for sp in spikes])
+    if law.m == 1 and crossed.any():  # every gap between the spikes and the bulk (.gaps)
+        Da = ext["D"][:, 0, 0]
+        outs, how = _gaps(full, Da[crossed], np.concatenate([law.D[kp, 0, 0], Da[~crossed]]))
+    else:
+        fp = _scalar(full, unb, []) if (use_scalar and float(full.D.min()) < 0) else _continuation(full, unb, [])
+        outs, how = fp.outliers, "below the deepest spike's fold (the continuation)"
+    if outs:
+        return _with_spikes(replace(bulk, spikes=spikes), outs, "with extremes",
+                            f"outliers from the truncated law plus its {K} expected lowest samples as atoms of weight "
+                            f"1/n (n = {n}), {how}")
     return replace(bulk, spikes=spikes)
+
+
+def _with_spikes(bulk: HessianPrediction, outs: tuple, source: str, how: str) -> HessianPrediction:
+    """The prediction of the law without its spikes (``bulk``), with the outliers found beside its spikes (``outs``):
+    a note when the outliers carry clearly less than the law without the spikes puts below the edge (an outlier that
+    falls within a spike's stretch of the curve is not a root on it)."""
+    notes = bulk.notes + (how,)
+    total, found = bulk.overlap2_below_edge or 0.0, sum(o.overlap2 for o in outs)
+    if found < total - SHORT_OVERLAP:
+        notes += (f"the outliers found carry overlap^2 {found:.3g} of the {total:.3g} below the edge: the rest sits "
+                  "with the spikes or with an outlier within a spike's stretch of the curve (overlap2_below_edge "
+                  "is the total)",)
+    return replace(bulk, outliers=outs, outliers_from=source, notes=notes)
+
+
+def _gaps(law: HessianLaw, spike_D: np.ndarray, rest_D: np.ndarray):
+    """m = 1: outliers in every gap of ``law`` below its bulk, crossing the poles of the samples ``spike_D`` (each a
+    single-sample spike), the domain ending at the pole of min ``rest_D`` (.gaps); with the method in words."""
+    low = float(rest_D.min())
+    end = -law.delta / low if low < 0 else math.inf
+    poles = -law.delta / spike_D[spike_D < 0]
+    found, _ = gap_outliers(law, poles[poles < end], end)
+    outs = tuple(Outlier(lam + law.ridge, ov, bool(lam + law.ridge < 0), a) for lam, ov, a in found)
+    return outs, f"in every gap below the bulk, between the {len(spike_D)} spikes (m = 1, explicit curve)"
+
+
+def _sample(law: HessianLaw, solver: str) -> HessianPrediction:
+    """hessian_prediction(law, sample=True): see its docstring."""
+    bulk, spike_D, spike_lams = split_spikes(law)
+    pred = replace(hessian_prediction(bulk, solver), spikes=tuple(float(v) for v in spike_lams))
+    if not len(spike_lams):
+        return pred
+    if law.m == 1:
+        outs, how = _gaps(law, spike_D[:, 0, 0], bulk.D[:, 0, 0])
+    else:
+        outs, how = hessian_prediction(law, solver).outliers, "below the deepest spike's fold (the m x m continuation)"
+    if not outs:
+        return pred
+    return _with_spikes(pred, outs, "sample", f"outliers of the whole sample, {how}; the edge is the bulk's, "
+                                              f"{len(spike_lams)} single-sample spikes split off")
 
 
 def _scalar(law: HessianLaw, unb, notes) -> HessianPrediction:
@@ -169,7 +233,7 @@ def _scalar(law: HessianLaw, unb, notes) -> HessianPrediction:
               f"{p.edge_case}) on {law.source}")
     return HessianPrediction(float(edge), "fold" if p.edge_case == "interior" else "domain", outs, float(margin),
                              np.array([[S_e]]), law.delta, 1, 1, unb, law.truncation_n, law.tail, method, 0,
-                             tuple(notes + list(p.notes)))
+                             tuple(notes + list(p.notes)), overlap2_below_edge=float(sum(o.overlap2 for o in outs)))
 
 
 def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
@@ -229,4 +293,5 @@ def _continuation(law: HessianLaw, unb, notes) -> HessianPrediction:
               f"{law.source}")
     return HessianPrediction(float(lam_e + law.ridge), case, tuple(outs), margin, core.mat(s_e), law.delta, m, kH,
                              unb, law.truncation_n, law.tail, method, curve.evals, tuple(notes), atom_mass=atom,
-                             margins=margins)
+                             margins=margins,
+                             overlap2_below_edge=float(sum(o.overlap2 for o in outs)))
