@@ -451,8 +451,10 @@ def test_auto_latent_refuses_gauss_hermite_for_a_link_that_jumps():
 def test_auto_latent_sees_a_multi_index_link_kinked_across_the_axes():
     """y = sign(z1 z2): every single-coordinate moment of y vanishes, so only the cross moments show that 16
     Gauss-Hermite nodes per axis integrate it badly (they put E[y z1 z2] = E|z1| E|z2| = 2/pi 5% high, and the
-    Hessian law's hard outlier with it: tables/hessian_vs_finite_d_k2_notes.md).  latent='auto' now takes Monte-Carlo
-    latents, whose law at t = 0 has E[y z1 z2] within 4 s.e. of 2/pi; forced Gauss-Hermite misses it by 0.034."""
+    Hessian law's hard outlier with it: tables/hessian_vs_finite_d_k2_notes.md).  The link kinks only on the axes, so
+    latent='auto' cuts the rule there (Gauss-Legendre on each half-line of each axis), whose law at t = 0 has
+    E[y z1 z2] = 2/pi to 1e-6; sign(z1 - z2), kinked on a diagonal, takes Monte-Carlo latents (within 4 s.e.); forced
+    Gauss-Hermite misses it by 0.034."""
     from theorykit.dynamics.plan import HERMITE_MOMENT_TOL, latent_moment_error
     from theorykit.symbolic.ingredients import link
     from theorykit.thresholds import law_at
@@ -462,16 +464,24 @@ def test_auto_latent_sees_a_multi_index_link_kinked_across_the_axes():
     kw = dict(activation="gelu", link="sign(z1*z2)", loss="logistic", width=1, delta=9.0, eta=1.0, steps=1,
               paths=8192, replicas=4, keep_law_at=[0])
     auto, gh = dmft(**kw), dmft(**kw, latent="gauss-hermite")
-    assert auto.settings["latent"] == "monte-carlo" and "not smooth" in auto.method["latent_auto"]
-    def moment(r):
+    assert auto.settings["latent"] == "gauss-legendre" and "z1 at 0; z2 at 0" in auto.method["latent_auto"]
+    diag = dmft(**{**kw, "link": "sign(z1 - z2)"})
+    assert diag.settings["latent"] == "monte-carlo" and "not smooth" in diag.method["latent_auto"]
+
+    def moment(r, y):  # E[y(zeta)] on the law at t = 0 (zeta: the hard coordinates), with its standard error
         law = law_at(r, 0)
-        z, w = law.zeta, law.weights / law.weights.sum()
-        v = np.abs(z[:, 0] * z[:, 1])
+        w = law.weights / law.weights.sum()
+        v = y(law.zeta)
         return float(w @ v), math.sqrt(float(w @ (v - w @ v) ** 2) / len(w))
 
-    mean, se = moment(auto)  # equal-weight paths: the plain standard error
-    assert abs(mean - 2 / math.pi) <= 4 * se
-    assert abs(moment(gh)[0] - 2 / math.pi) > 0.03  # the deterministic rule's own error (5% of 2/pi)
+    def prod(z):
+        return np.abs(z[:, 0] * z[:, 1])
+
+    assert moment(auto, prod)[0] == pytest.approx(2 / math.pi, abs=1e-6)
+    # sign(z1 - z2) has one hard direction, (1, 1)/sqrt 2, independent of y: E|zeta| = sqrt(2/pi)
+    mean, se = moment(diag, lambda z: np.abs(z[:, 0]))
+    assert abs(mean - math.sqrt(2 / math.pi)) <= 4 * se
+    assert abs(moment(gh, prod)[0] - 2 / math.pi) > 0.03  # the deterministic rule's own error (5% of 2/pi)
 
 
 # ------------------------------------------------------------------------------------------------ rare paths

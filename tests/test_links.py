@@ -449,3 +449,15 @@ def test_noise_at_a_scale_set_by_the_easy_coordinates():
     # below), two not computed, with the reason
     assert "simplex mesh of (z, eps)" in tk.analyse_link("z1 + z2**2 + z1*z2*eps").delta_alg_hard.method
     assert "not computed" in tk.analyse_link("z1 + z2**2 + z3**2 + z1*z2*eps").hard_reason
+
+
+@pytest.mark.parametrize("expr,cuts", [("sign(z1*z2)", ((0.0,), (0.0,))), ("relu(z1)*z2**2", ((0.0,), ())),
+                                       ("sign(z1)*Abs(z2 - 1)", ((0.0,), (1.0,))), ("sign(z1 - z2)", ()),
+                                       ("z1*z2", ()), ("relu(z1*z2*z3 - 1)", ())])
+def test_link_cuts_are_per_axis_where_the_link_kinks_on_axis_lines(expr, cuts):
+    from theorykit.symbolic.links import format_cuts, link_cuts
+
+    got = link_cuts(tk.link(expr))
+    assert got == cuts
+    if cuts:
+        assert format_cuts(got).startswith("z1 at 0")

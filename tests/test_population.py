@@ -204,3 +204,15 @@ def test_a_link_that_jumps_is_integrated_between_its_breakpoints():
               for a, b in [(-12, -med), (-med, 0), (0, med), (med, 12)])
     assert abs(got.value - ref) < 1e-8
     assert got.error < 1e-6 and "breakpoints" in got.method
+
+
+def test_a_multi_index_link_kinked_on_the_axes_is_integrated_exactly():
+    """y = sign(z1 z2) kinks only on the axes: the quadrature tier cuts its latent rule there, so its error estimate
+    is ~1e-8 and it agrees with an independent Monte Carlo (2e6 draws) within 4 s.e.  (Tensor Gauss-Hermite across
+    the axes gave 0.69643 with an estimated error 0.001, 0.002 below this value.)"""
+    net = tk.symbolic.Network("gelu", "logistic", 1)
+    M, C = np.array([[0.7], [0.5]]), np.array([[0.4]])
+    e = population_loss(net, "sign(z1*z2)", M, C)
+    assert e.tier == "quadrature" and "z1 at 0; z2 at 0" in e.method and e.error < 1e-6
+    mc, se = independent_mc(net, "sign(z1*z2)", M, C, n=2_000_000)
+    assert abs(e.value - mc) < 4 * se

@@ -41,6 +41,7 @@ from . import conventions as cv
 from .errors import TheorykitError
 from .rules import HERMITE_MAX_ORDER, gauss_hermite, lower_order
 from .symbolic.gaussian import Expectation
+from .symbolic.links import format_cuts
 
 __all__ = ["population_loss", "PopulationLoss", "ORDER", "EXACT_MAX_NODES", "QUADRATURE_MAX_DIM", "lower_order"]
 
@@ -134,6 +135,16 @@ class PopulationLoss:
             self._cuts = link_breakpoints(self.link)
         return self._cuts
 
+    @property
+    def latent_cuts(self):
+        """The cuts of the latent rule (:func:`theorykit.symbolic.links.link_cuts`): a single-index link's
+        breakpoints, or one tuple per axis for a multi-index link that jumps or kinks only on lines z_i = c."""
+        if not hasattr(self, "_axis_cuts"):
+            from .symbolic.links import link_cuts
+
+            self._axis_cuts = link_cuts(self.link)
+        return self._axis_cuts
+
     # ----------------------------------------------------------------------------------------- inputs
     def directions(self, M, C) -> tuple[np.ndarray, np.ndarray]:
         """Validate (M, C); return M (k, m) and L (q, m) with g = xi @ L, xi ~ N(0, I_q), q = rank(C)."""
@@ -181,7 +192,7 @@ class PopulationLoss:
         if order not in self._latent_rules:
             from .rules import latent_rule
 
-            rule = latent_rule(self.k, self.noisy, order, self.link_breakpoints)
+            rule = latent_rule(self.k, self.noisy, order, self.latent_cuts)
             nodes, w = rule.nodes, rule.weights
             z = nodes[:, :self.k]
             eps = nodes[:, self.k] if self.noisy else None
@@ -242,8 +253,8 @@ class PopulationLoss:
             val = self.grid_value(M, L, o)
             err = abs(val - self.grid_value(M, L, lo)) + 1e-15 * max(1.0, abs(val))
             zrule = (f"z by Gauss-Legendre on the pieces between the link's breakpoints "
-                     f"{', '.join(f'{c:.6g}' for c in self.link_breakpoints)} ({o} nodes each), the rest by "
-                     if self.link_breakpoints else "")
+                     f"{format_cuts(self.latent_cuts)} ({o} nodes each), the rest by "
+                     if self.latent_cuts else "")
             return Expectation(None, val, "quadrature", err,
                                f"{zrule}tensor Gauss-Hermite, {o} nodes per axis over {D} Gaussian variable{plural} "
                                f"({names}); error = difference from {lo} nodes per axis")

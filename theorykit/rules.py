@@ -352,20 +352,46 @@ def gauss_legendre_normal_split(points, order: int, width: float = 10.0) -> Rule
 
 def latent_rule(k: int, noisy: bool, order: int, cuts=()) -> Rule:
     """The latent law of a link, (z, eps) ~ N(0, I_{k + noisy}), as one deterministic rule: the tensor Gauss-Hermite
-    rule of ``order`` nodes per axis; or, for a single-index link (k = 1) that jumps or kinks in z at ``cuts``, z by
-    Gauss-Legendre on the pieces between them (:func:`gauss_legendre_normal_split`, ``order`` nodes per piece),
-    times Gauss-Hermite in eps when noisy (eps is the last column).  What the population loss and the DMFT's latent
-    integration both use."""
-    cuts = [float(c) for c in cuts]
-    if not cuts or k != 1:
+    rule of ``order`` nodes per axis; or, for a link that jumps or kinks at known points, the product of one rule per
+    axis, Gauss-Legendre on the pieces between the cuts (:func:`gauss_legendre_normal_split`, ``order`` nodes per
+    piece) on an axis with cuts and Gauss-Hermite on the others, eps last.  ``cuts``: a single-index link's
+    breakpoints in z (numbers, k = 1), or one sequence per latent axis z_1..z_k (a multi-index link that jumps or
+    kinks only on lines z_i = c, e.g. sign(z1 z2) on both axes: :func:`theorykit.symbolic.links.link_cuts`).  What
+    the population loss and the DMFT's latent integration both use."""
+    axes = _axis_cuts(k, cuts)
+    if axes is None:
         return gauss_hermite(order, k + int(bool(noisy)))
-    z = gauss_legendre_normal_split(cuts, order)
-    if not noisy:
-        return z
-    e = gauss_hermite(order, 1)
-    nodes = np.column_stack([np.repeat(z.nodes[:, 0], e.size), np.tile(e.nodes[:, 0], z.size)])
-    return Rule(nodes, np.outer(z.weights, e.weights).ravel(), f"{z.method} in z, times Gauss-Hermite with {order} "
-                f"nodes in eps", "deterministic", None)
+    rules = [gauss_legendre_normal_split(c, order) if c else gauss_hermite(order, 1) for c in axes]
+    if k == 1:
+        what = rules[0].method + (f" in z, times Gauss-Hermite with {order} nodes in eps" if noisy else "")
+    else:
+        what = "; ".join(f"z{i + 1}: {r.method}" for i, r in enumerate(rules)) + (
+            f"; eps: Gauss-Hermite, {order} nodes" if noisy else "")
+    if noisy:
+        rules.append(gauss_hermite(order, 1))
+    if len(rules) == 1:
+        return rules[0]
+    _count(int(np.prod([r.size for r in rules])), f"the product rule ({what})")
+    grids = np.meshgrid(*[r.nodes[:, 0] for r in rules], indexing="ij")
+    weights = np.ones(grids[0].size)
+    for wg in np.meshgrid(*[r.weights for r in rules], indexing="ij"):
+        weights = weights * wg.ravel()
+    return Rule(np.stack([g.ravel() for g in grids], axis=1), weights, what, "deterministic", None)
+
+
+def _axis_cuts(k: int, cuts) -> Optional[list]:
+    """latent_rule's cuts as one sorted list per latent axis, or None when there is no cut (or flat cuts with k != 1,
+    which name no axis)."""
+    cuts = list(cuts)
+    if not cuts:
+        return None
+    if all(np.ndim(c) == 0 for c in cuts):
+        return [sorted(float(c) for c in cuts)] if k == 1 else None
+    if len(cuts) != k:
+        raise TheorykitError(f"latent_rule: cuts per axis need one sequence for each of the k = {k} latent axes, got "
+                             f"{len(cuts)}")
+    axes = [sorted(float(c) for c in ax) for ax in cuts]
+    return axes if any(axes) else None
 
 
 # ------------------------------------------------------------------------------------------------- random rules

@@ -147,9 +147,9 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
         fine_lags = check_int("fine_lags", fine_lags, 2)
     nlat = k + (1 if lk.noisy else 0)
     latent_auto = None
-    from ..symbolic.links import link_breakpoints
+    from ..symbolic.links import format_cuts, link_cuts
 
-    cuts = link_breakpoints(lk)
+    cuts = link_cuts(lk)
     if latent == "auto":
         latent = "gauss-hermite" if nlat <= 2 else "monte-carlo"
         if latent == "gauss-hermite":
@@ -159,8 +159,7 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
             if err_q > HERMITE_MOMENT_TOL and cuts:
                 err_l = latent_moment_error(lk, q, cuts)
                 latent_auto += (f" > {HERMITE_MOMENT_TOL:g} (the link is not smooth in z); Gauss-Legendre with {q} "
-                                f"nodes on each piece between its breakpoints {', '.join(f'{c:.6g}' for c in cuts)}: "
-                                f"error {err_l:.1e}")
+                                f"nodes on each piece between its breakpoints {format_cuts(cuts)}: error {err_l:.1e}")
                 latent = "gauss-legendre" if err_l <= HERMITE_MOMENT_TOL else "monte-carlo"
                 if latent == "monte-carlo":
                     latent_auto += f" > {HERMITE_MOMENT_TOL:g}: Monte-Carlo latents instead"
@@ -173,10 +172,10 @@ def make_plan(net, lk, hard_basis, etas, *, paths, replicas, latent, order, resp
     if latent not in ("gauss-hermite", "gauss-legendre", "monte-carlo"):
         raise TheorykitError(f"latent must be 'auto', 'gauss-hermite', 'gauss-legendre' or 'monte-carlo', got "
                              f"{latent!r}")
-    if latent == "gauss-legendre" and not (cuts and lk.k == 1):
-        raise TheorykitError("latent='gauss-legendre' needs a single-index link with breakpoints in z known in closed "
-                             f"form (this link: k = {lk.k}, breakpoints {cuts or 'none'}); use 'gauss-hermite' for a "
-                             "smooth link or 'monte-carlo'")
+    if latent == "gauss-legendre" and not cuts:
+        raise TheorykitError("latent='gauss-legendre' needs a link with breakpoints in z known in closed form (a "
+                             "single-index link, or a multi-index one that jumps or kinks only on lines z_i = c); "
+                             f"this link (k = {lk.k}) has none: use 'gauss-hermite' for a smooth link or 'monte-carlo'")
     if response not in ("auto", "stein", "direct"):
         raise TheorykitError(f"response must be 'auto', 'stein' or 'direct', got {response!r}")
     window = check_int("window", window, 0)

@@ -78,9 +78,9 @@ def make_batch(link, latent: str, order: int, per_node: int, resp_per_node: int,
     k = link.k
     if latent in ("gauss-hermite", "gauss-legendre"):
         from ..rules import latent_rule
-        from ..symbolic.links import link_breakpoints
+        from ..symbolic.links import link_cuts
 
-        rule = latent_rule(k, link.noisy, order, link_breakpoints(link) if latent == "gauss-legendre" else ())
+        rule = latent_rule(k, link.noisy, order, link_cuts(link) if latent == "gauss-legendre" else ())
         nodes, w = rule.nodes, rule.weights
         Q = len(nodes)
         # path n = p * Q + q: the first resp_per_node * Q paths hold every node

@@ -35,8 +35,9 @@ single-sample negative curvature), so C_mu becomes an average dominated by rare 
 Numerics:
 
 * The latent (z, eps) is integrated by a tensor Gauss-Hermite rule when k + [noisy] <= 2 ("gauss-hermite") and
-  only the Gaussian process w is sampled; a single-index link that jumps in z (Gauss-Hermite straddles the jump) by
-  Gauss-Legendre on the pieces between its breakpoints ("gauss-legendre", :func:`theorykit.rules.latent_rule`);
+  only the Gaussian process w is sampled; a link that jumps or kinks in z (Gauss-Hermite straddles the jump) by
+  Gauss-Legendre on the pieces between its breakpoints ("gauss-legendre", :func:`theorykit.rules.latent_rule`: a
+  single-index link, or a multi-index one kinked only on lines z_i = c, cut on each axis);
   otherwise (or on request) z is sampled ("monte-carlo").  Paths are the
   pairs (node, w-path); an expectation is sum_n weight_n g_n.
 * w^t is drawn conditionally on w^{<t} from an incremental block Cholesky factor of C_theta + jitter I (the same
@@ -685,8 +686,9 @@ def dmft(activation, link=None, loss="square", width: int = 1, *, a=None, b=None
         standard error includes the estimated bias.
     latent : str
         "gauss-hermite" (default when k + noisy <= 2; ``order`` nodes per dimension, default 32 in 1-D and 16 in
-        2-D), "gauss-legendre" (a single-index link with breakpoints in z: ``order`` nodes on each piece between
-        them; "auto" takes it when Gauss-Hermite misses the link's moments and it does not), "monte-carlo" or "auto".
+        2-D), "gauss-legendre" (a link with breakpoints in z, single-index or kinked only on lines z_i = c:
+        ``order`` nodes on each piece between them, per axis; "auto" takes it when Gauss-Hermite misses the link's
+        moments and it does not), "monte-carlo" or "auto".
     order : int, optional
         Nodes of the latent rule (see ``latent``).
     response_paths : int, optional

@@ -210,12 +210,11 @@ def _rule(problem, order: int, g_nodes: int):
     """The two factors of the tensor rule over (z, eps) x g: the latent rule of the link (z (L, k), y (L,), weights
     (L,)) and composite Gauss-Legendre in each of the m coordinates of g (nodes (N_g, m), weights (N_g,)), and the
     method in words."""
-    from ..symbolic.links import link_breakpoints
+    from ..symbolic.links import link_cuts
 
     lk = problem.link_obj
     m = problem.m
-    cuts = link_breakpoints(lk) if lk.k == 1 else []
-    lat = latent_rule(lk.k, lk.noisy, order, cuts)
+    lat = latent_rule(lk.k, lk.noisy, order, link_cuts(lk))
     g = gauss_legendre_normal(g_nodes, G_WIDTH)
     grids = np.meshgrid(*([g.nodes[:, 0]] * m), indexing="ij")
     gn = np.stack([a.ravel() for a in grids], axis=1)

@@ -788,6 +788,38 @@ def link_breakpoints(lk: Link) -> list:
     return list(_breakpoints_cached(lk))
 
 
+@functools.lru_cache(maxsize=128)
+def _axis_breakpoints_cached(lk: Link) -> tuple:
+    from .gaussian import NotClosed, breakpoints
+
+    out = []
+    for v in lk.latent:
+        try:
+            out.append(tuple(float(sp.N(p)) for p in breakpoints(lk.expr, v)))
+        except (NotClosed, TypeError, ValueError):
+            return ()  # a switch that moves with another coordinate (or the noise): not on lines z_i = c
+    return tuple(out) if any(out) else ()
+
+
+def link_cuts(lk: Link):
+    """The cuts of :func:`theorykit.rules.latent_rule` for a link: a single-index link's breakpoints
+    (:func:`link_breakpoints`, a list of numbers); for k >= 2, one tuple of breakpoints per latent axis when the
+    link jumps or kinks only on lines z_i = c (sign(z1 z2): ((0,), (0,)); relu(z1) z2^2: ((0,), ())), so that a
+    product rule cut there integrates it exactly; () when smooth or when a switch moves with another coordinate
+    (sign(z1 - z2)) or with the noise."""
+    if lk.k == 1:
+        return link_breakpoints(lk)
+    return _axis_breakpoints_cached(lk)
+
+
+def format_cuts(cuts) -> str:
+    """Cuts as :func:`link_cuts` gives them, in words: "0, 1.5" or "z1 at 0; z2 at 0"."""
+    cuts = list(cuts)
+    if cuts and all(np.ndim(c) == 0 for c in cuts):
+        return ", ".join(f"{float(c):.6g}" for c in cuts)
+    return "; ".join(f"z{i + 1} at {', '.join(f'{float(c):.6g}' for c in ax)}" for i, ax in enumerate(cuts) if ax)
+
+
 def analyse_link(spec, max_degree: int = 4) -> LinkAnalysis:
     """Exponents (single index), easy/hard subspaces and delta_alg of a link (preset, expression or Link).
 
