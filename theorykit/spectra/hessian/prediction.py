@@ -127,9 +127,10 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto", sample: bool = Fal
     docs/theory.md §4).  solver: "auto" (the classic scalar core for m = 1, kH = 1, min D < 0; else the m x m
     continuation), "classic" or "continuation".  sample=True: the law is a sample of n = N points (a simulation's own
     D_i, equal weights); its single-sample spikes are split off (:func:`split_spikes`) and the edge is that of the
-    rest; for m = 1 the outliers are then found in every gap between the spikes and the bulk, with the hard overlap^2
-    each spike carries (:mod:`.gaps`); for m >= 2 they are the m x m continuation's on the whole sample (below the
-    deepest spike's fold).  A truncated law's expected lowest samples (``law.extremes``) are handled the same way."""
+    rest; for m = 1 the outliers are then found in every gap between the spikes and the bulk (:mod:`.gaps`); for
+    m >= 2 they are the m x m continuation's on the whole sample (below the deepest spike's fold); overlap2_below_edge
+    is the outliers' total of the law without its spikes.  A truncated law's expected lowest samples
+    (``law.extremes``) are handled the same way."""
     law = check_law(law)
     if solver not in ("auto", "classic", "continuation"):
         raise TheorykitError(f"solver must be 'auto', 'classic' or 'continuation', got {solver!r}")
