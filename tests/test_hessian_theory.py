@@ -355,3 +355,23 @@ def test_the_explicit_curve_without_spikes_is_the_continuation(kH):
     assert len(outs) == len(ref.outliers) == kH
     for (lam, o2, _), o in zip(outs, ref.outliers):
         assert lam == pytest.approx(o.lam, rel=1e-9) and o2 == pytest.approx(o.overlap2, rel=1e-8)
+
+
+def test_roots_of_the_law_with_its_atoms_above_the_bulk_edge_are_dropped():
+    """The truncated law with its expected extremes as atoms folds a little above the truncated law's own edge, and
+    a root of the law with the atoms can fall between the two (y = z1^2 + z2^2 - 2 at t = 0, delta = 10, n = 10^4: a
+    root at -0.758 above the edge -0.775).  It is no outlier of the bulk: every reported outlier lies below the edge,
+    a note names the dropped root, and the total below the edge stays the law's without the atoms."""
+    from dataclasses import replace
+
+    import theorykit as tk
+    from theorykit.thresholds import law_at
+
+    r = tk.dmft(activation="gelu", link="z1**2 + z2**2 - 2", loss="square", width=1, delta=10.0, eta=1.0, steps=0,
+                paths=65536, keep_law_at=[0])
+    law = law_at(r, 0, d=1000)
+    p = hessian_prediction(law)
+    assert p.outliers and all(o.lam < p.edge for o in p.outliers)
+    assert any("at or above the bulk's edge" in s for s in p.notes)
+    q = hessian_prediction(replace(law, extremes=None))
+    assert p.overlap2_below_edge == pytest.approx(sum(o.overlap2 for o in q.outliers), rel=1e-12)

@@ -169,7 +169,7 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto", sample: bool = Fal
     else:
         fp = _scalar(full, unb, []) if (use_scalar and float(full.D.min()) < 0) else _continuation(full, unb, [])
         outs, how = fp.outliers, "below the deepest spike's fold (the continuation)"
-    if outs:
+    if any(o.lam < bulk.edge for o in outs):
         return _with_spikes(replace(bulk, spikes=spikes), outs, "with extremes",
                             f"outliers from the truncated law plus its {K} expected lowest samples as atoms of weight "
                             f"1/n (n = {n}), {how}")
@@ -177,10 +177,15 @@ def hessian_prediction(law: HessianLaw, solver: str = "auto", sample: bool = Fal
 
 
 def _with_spikes(bulk: HessianPrediction, outs: tuple, source: str, how: str) -> HessianPrediction:
-    """The prediction of the law without its spikes (``bulk``), with the outliers found beside its spikes (``outs``):
-    a note when the outliers carry clearly less than the law without the spikes puts below the edge (an outlier that
-    falls within a spike's stretch of the curve is not a root on it)."""
-    notes = bulk.notes + (how,)
+    """The prediction of the law without its spikes (``bulk``), with the outliers found beside its spikes (``outs``;
+    those at or above its edge dropped: the law with the atoms folds a little higher, and a root there is no outlier
+    of this bulk), and a note when the outliers carry clearly less than the law without the spikes puts below the
+    edge (an outlier that falls within a spike's stretch of the curve is not a root on it)."""
+    above = [o for o in outs if o.lam >= bulk.edge]
+    outs = tuple(o for o in outs if o.lam < bulk.edge)
+    notes = bulk.notes + (how,) + ((f"{len(above)} root(s) of the law with the spikes at or above the bulk's edge "
+                                    f"{bulk.edge:.6g} dropped ({', '.join(f'{o.lam:.6g}' for o in above)})",)
+                                   if above else ())
     total, found = bulk.overlap2_below_edge or 0.0, sum(o.overlap2 for o in outs)
     if found < total - SHORT_OVERLAP:
         notes += (f"the outliers found carry overlap^2 {found:.3g} of the {total:.3g} below the edge: the rest sits "
@@ -210,7 +215,7 @@ def _sample(law: HessianLaw, solver: str) -> HessianPrediction:
         outs, how = _gaps(law, spike_D[:, 0, 0], bulk.D[:, 0, 0])
     else:
         outs, how = hessian_prediction(law, solver).outliers, "below the deepest spike's fold (the m x m continuation)"
-    if not outs:
+    if not any(o.lam < pred.edge for o in outs):
         return pred
     return _with_spikes(pred, outs, "sample", f"outliers of the whole sample, {how}; the edge is the bulk's, "
                                               f"{len(spike_lams)} single-sample spikes split off")
