@@ -19,15 +19,18 @@ def main(verbose=True):
     law = law_at(r, 0, d=d)
     h = tk.spectra.hessian_prediction(law)
     assert h.unbounded  # square loss with y = z^2: D is unbounded below, so the finite-n law is the one to use
-    assert len(h.outliers) == 1 and h.outliers[0].negative and h.outliers[0].lam < h.edge
+    # the hard outlier carries most of the overlap^2 below the edge; a root in the gap between the predicted
+    # single-sample spike and the bulk may come with it, carrying a few thousandths (the spike's own eigenvector)
+    o = max(h.outliers, key=lambda v: v.overlap2)
+    assert o.negative and o.lam < h.edge and o.overlap2 > 0.5 * h.overlap2_below_edge
     # the finite-d referee at the same t: bottom eigenpairs and their overlap^2 with the hard direction e_1
     X, y = training_data(p, d, seed=0)
     sim = tk.simulate(p, d=d, seed=0, n_test=1)
     hb = tk.referee.hessian_bottom(X, p.network.evaluate(X @ sim.theta, y), k=6, hard_dirs=np.eye(d)[:, :1])
     j = int(np.argmax(hb.hard_overlap2))
-    assert abs(hb.eigenvalues[j] - h.outliers[0].lam) < 0.15 * abs(h.outliers[0].lam)  # d = 400: O(d^-1/2) spread
+    assert abs(hb.eigenvalues[j] - o.lam) < 0.15 * abs(o.lam)  # d = 400: O(d^-1/2) spread
     if verbose:
-        print(f"edge {h.edge:.4f}; outlier {h.outliers[0].lam:.4f} (overlap^2 {h.outliers[0].overlap2:.3f}); "
+        print(f"edge {h.edge:.4f}; outlier {o.lam:.4f} (overlap^2 {o.overlap2:.3f}); "
               f"finite d = {d}: {hb.eigenvalues[j]:.4f} (overlap^2 {hb.hard_overlap2[j]:.3f}); spikes "
               f"{[round(s, 4) for s in h.spikes if s is not None][:3]}")
     return h, hb
