@@ -126,24 +126,15 @@ class PopulationLoss:
         self._mc = None
 
     @property
-    def link_breakpoints(self) -> list:
-        """Where a single-index link's response jumps or kinks in z (numbers; [] when smooth, multi-index, or when
-        the breakpoints depend on the noise)."""
-        if not hasattr(self, "_cuts"):
-            from .symbolic.links import link_breakpoints
-
-            self._cuts = link_breakpoints(self.link)
-        return self._cuts
-
-    @property
     def latent_cuts(self):
-        """The cuts of the latent rule (:func:`theorykit.symbolic.links.link_cuts`): a single-index link's
-        breakpoints, or one tuple per axis for a multi-index link that jumps or kinks only on lines z_i = c."""
-        if not hasattr(self, "_axis_cuts"):
+        """The cuts of the latent rule (:func:`theorykit.symbolic.links.link_cuts`): where a single-index link's
+        response jumps or kinks in z (numbers), or one tuple per axis for a multi-index link that jumps or kinks only
+        on lines z_i = c; empty when smooth or when the breakpoints move with another coordinate or the noise."""
+        if not hasattr(self, "_cuts"):
             from .symbolic.links import link_cuts
 
-            self._axis_cuts = link_cuts(self.link)
-        return self._axis_cuts
+            self._cuts = link_cuts(self.link)
+        return self._cuts
 
     # ----------------------------------------------------------------------------------------- inputs
     def directions(self, M, C) -> tuple[np.ndarray, np.ndarray]:
